@@ -1,0 +1,31 @@
+"""mpsched: a fast, deterministic multipath TCP simulator for studying packet schedulers.
+
+>>> import mpsched
+>>> result = mpsched.run(seed=2, duration="10s", **{"path.lte.rtt": "200ms"})
+>>> result.summary["goodput_mbps"]  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+from .api import Result, SchedulerInfo, run, schedulers
+from .errors import ScenarioError
+from .scenario import Scenario, load, to_native
+
+try:
+    __version__ = version("mpsched")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree
+    __version__ = "0.0.0+unknown"
+
+__all__ = [
+    "Result",
+    "Scenario",
+    "ScenarioError",
+    "SchedulerInfo",
+    "__version__",
+    "load",
+    "run",
+    "schedulers",
+    "to_native",
+]

@@ -1,0 +1,287 @@
+"""The ``mpsched`` command line: ``run``, ``schedulers`` and ``bench``.
+
+Bad input is reported as one ``error: ...`` line on stderr with exit code 2; an internal failure
+of the simulator as ``error: internal: ...`` with exit code 1.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from . import __version__, api
+from .errors import ScenarioError
+from .scenario import load, parse_set
+
+__all__ = ["cli", "main"]
+
+
+# --- formatting helpers (tolerant of missing keys) ---
+
+
+def _num(value: Any, spec: str = ",.2f", unit: str = "") -> str:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "-"
+    return f"{value:{spec}}{unit}"
+
+
+def _int(value: Any) -> str:
+    return _num(value, ",d") if isinstance(value, int) else _num(value, ",.0f")
+
+
+def _stats(stats: Any, keys: Sequence[str], unit: str) -> str:
+    if not isinstance(stats, dict):
+        return "-"
+    return "  ".join(f"{key} {_num(stats.get(key), ',.2f', unit)}" for key in keys)
+
+
+def _rate(events: Any, seconds: Any) -> float | None:
+    if isinstance(events, int | float) and isinstance(seconds, int | float) and seconds > 0:
+        return events / seconds
+    return None
+
+
+def _subflow_table(subflows: list[dict[str, Any]]) -> Table:
+    table = Table(title="subflows", title_justify="left", box=None, header_style="bold")
+    columns = [
+        ("subflow", "left"),
+        ("sent MB", "right"),
+        ("Mbps", "right"),
+        ("retx", "right"),
+        ("RTOs", "right"),
+        ("q drop", "right"),
+        ("rnd drop", "right"),
+        ("srtt ms", "right"),
+        ("min rtt ms", "right"),
+    ]
+    for name, justify in columns:
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for sub in subflows:
+        sent = sub.get("bytes_sent")
+        table.add_row(
+            str(sub.get("name", "?")),
+            _num(sent / 1e6 if isinstance(sent, int | float) else None),
+            _num(sub.get("goodput_mbps")),
+            _int(sub.get("retransmits")),
+            _int(sub.get("rtos")),
+            _int(sub.get("queue_drops")),
+            _int(sub.get("random_drops")),
+            _num(sub.get("srtt_ms"), ",.1f"),
+            _num(sub.get("min_rtt_ms"), ",.1f"),
+        )
+    return table
+
+
+def print_summary(result: api.Result, console: Console) -> None:
+    """Print a run's summary as readable text."""
+    s = result.summary
+    head = Table.grid(padding=(0, 2))
+    head.add_column(style="bold")
+    head.add_column()
+    head.add_row(
+        "scenario",
+        f"{s.get('protocol', '?')}, scheduler {s.get('scheduler', '?')}, "
+        f"{s.get('congestion', '?')}, seed {s.get('seed', '?')}, "
+        f"{_num(s.get('duration_s'), 'g', 's')} simulated",
+    )
+    delivered = s.get("bytes_delivered")
+    head.add_row(
+        "goodput",
+        f"{_num(s.get('goodput_mbps'), ',.2f', ' Mbps')} "
+        f"({_num(delivered / 1e6 if isinstance(delivered, int | float) else None)} MB delivered)",
+    )
+    completion = s.get("completion_s")
+    head.add_row(
+        "completion", "- (bulk transfer)" if completion is None else _num(completion, ",.3f", " s")
+    )
+    head.add_row("OOO delay", _stats(s.get("ooo_delay_ms"), ("mean", "p50", "p99", "max"), " ms"))
+    head.add_row(
+        "DATA_ACK step",
+        _stats(s.get("data_ack_step_segments"), ("mean", "p99", "max"), " seg"),
+    )
+    head.add_row(
+        "MPTCP",
+        f"reinjections {_int(s.get('reinjections'))}, opportunistic retransmits "
+        f"{_int(s.get('opportunistic_retransmits'))}, penalizations "
+        f"{_int(s.get('penalizations'))}",
+    )
+    events_per_s = _rate(s.get("events"), result.loop_wall_s)
+    head.add_row(
+        "events",
+        f"{_int(s.get('events'))} ({_num(events_per_s, ',.0f')} events/s; "
+        f"loop {_num(result.loop_wall_s, '.3f', ' s')}, wall {_num(s.get('wall_s'), '.3f', ' s')})",
+    )
+    console.print(head)
+    subflows = s.get("subflows")
+    if isinstance(subflows, list) and subflows:
+        console.print()
+        console.print(_subflow_table([sub for sub in subflows if isinstance(sub, dict)]))
+
+
+def write_outputs(result: api.Result, out: Path) -> list[Path]:
+    """Write summary.json, scenario.json and one Parquet file per trace table into ``out``."""
+    import pyarrow.parquet as pq
+
+    out.mkdir(parents=True, exist_ok=True)
+    written = [out / "summary.json", out / "scenario.json"]
+    written[0].write_text(json.dumps(result.summary, indent=2) + "\n", "utf-8")
+    written[1].write_text(json.dumps(result.scenario, indent=2) + "\n", "utf-8")
+    for name, table in (result.traces or {}).items():
+        path = out / f"{name}.parquet"
+        pq.write_table(table, path)
+        written.append(path)
+    return written
+
+
+# --- commands ---
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(version=__version__, prog_name="mpsched")
+def cli() -> None:
+    """mpsched: a multipath TCP simulator for studying packet schedulers."""
+
+
+@cli.command("run")
+@click.argument("file", required=False)
+@click.option("--scheduler", metavar="NAME", help="Packet scheduler (see `mpsched schedulers`).")
+@click.option("--seed", type=int, metavar="N", help="Random seed (integer >= 0).")
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a scenario key, e.g. --set path.lte.rtt=200ms (repeatable).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    metavar="DIR",
+    help="Write summary.json, scenario.json and Parquet traces into DIR.",
+)
+def run_command(
+    file: str | None,
+    scheduler: str | None,
+    seed: int | None,
+    sets: tuple[str, ...],
+    as_json: bool,
+    out: Path | None,
+) -> None:
+    """Simulate the scenario FILE (default: the STMS lab set-up) and print a summary."""
+    overrides = parse_set(sets)
+    if scheduler is not None:
+        overrides["connection.scheduler"] = scheduler
+    if seed is not None:
+        overrides["seed"] = seed
+    result = api.run(load(file, overrides, label="--set"), trace=out is not None)
+    if out is not None:
+        try:
+            written = write_outputs(result, out)
+        except OSError as exc:
+            raise ScenarioError(f"--out {out}: cannot write: {exc.strerror or exc}") from None
+        for path in written:
+            click.echo(f"wrote {path}", err=True)
+    if as_json:
+        click.echo(json.dumps(result.summary, indent=2))
+    else:
+        print_summary(result, Console())
+
+
+@cli.command("schedulers")
+def schedulers_command() -> None:
+    """List the packet schedulers: name, description, source."""
+    entries = api.schedulers()
+    name_width = max((len(e.name) for e in entries), default=0)
+    desc_width = max((len(e.description) for e in entries), default=0)
+    for entry in entries:
+        click.echo(f"{entry.name:<{name_width}}  {entry.description:<{desc_width}}  {entry.source}")
+
+
+def bench_report(seconds: float) -> dict[str, Any]:
+    """Run the default scenario for ``seconds`` simulated seconds and measure its speed."""
+    result = api.run(None, duration=f"{seconds!r}s")
+    s = result.summary
+    loop = result.loop_wall_s
+    sim_s = s.get("duration_s")
+    events = s.get("events")
+    heap = float(api.native().bench_event_queue(5_000_000, 1024))
+    sim_rate = _rate(sim_s, loop)
+    return {
+        "events": events,
+        "sim_s": sim_s,
+        "loop_wall_s": loop,
+        "wall_s": s.get("wall_s"),
+        "events_per_s": _rate(events, loop),
+        "sim_s_per_wall_s": sim_rate,
+        "heap_mevents_per_s": heap,
+        "sim_s_per_wall_s_per_heap_mevents": sim_rate / heap if sim_rate and heap else None,
+        "goodput_mbps": s.get("goodput_mbps"),
+    }
+
+
+@cli.command("bench")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
+@click.option(
+    "--seconds",
+    type=click.FloatRange(min=0, min_open=True),
+    default=60.0,
+    show_default=True,
+    metavar="S",
+    help="Simulated seconds of the default scenario.",
+)
+def bench_command(as_json: bool, seconds: float) -> None:
+    """Measure simulator speed on the default scenario and a bare event-heap loop."""
+    report = bench_report(seconds)
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+        return
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    rows = [
+        ("events", _int(report["events"])),
+        ("simulated", _num(report["sim_s"], ",.1f", " s")),
+        ("loop wall time", _num(report["loop_wall_s"], ",.3f", " s")),
+        ("total wall time", _num(report["wall_s"], ",.3f", " s")),
+        ("events/s", _num(report["events_per_s"], ",.0f")),
+        ("sim s / wall s", _num(report["sim_s_per_wall_s"], ",.2f")),
+        ("bare heap loop", _num(report["heap_mevents_per_s"], ",.2f", " M events/s")),
+        ("(sim s / wall s) / heap", _num(report["sim_s_per_wall_s_per_heap_mevents"], ",.3f")),
+    ]
+    for label, value in rows:
+        table.add_row(label, value)
+    Console().print(table)
+
+
+# --- entry point ---
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    click.echo(f"error: {' '.join(message.split())}", err=True)
+    sys.exit(code)
+
+
+def main(argv: Sequence[str] | None = None) -> NoReturn:
+    """Run the CLI; turn every error into one ``error:`` line and an exit code."""
+    try:
+        code = cli.main(args=argv, prog_name="mpsched", standalone_mode=False)
+    except ScenarioError as exc:
+        _fail(str(exc), 2)
+    except click.exceptions.NoArgsIsHelpError as exc:
+        click.echo(exc.ctx.get_help() if exc.ctx else "", err=True)
+        sys.exit(2)
+    except click.ClickException as exc:
+        _fail(exc.format_message(), exc.exit_code)
+    except click.exceptions.Abort:
+        _fail("aborted", 130)
+    except RuntimeError as exc:
+        _fail(f"internal: {exc}", 1)
+    sys.exit(code if isinstance(code, int) else 0)

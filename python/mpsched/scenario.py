@@ -1,0 +1,594 @@
+"""Scenario files: loading, validation and normalization to the native contract.
+
+A scenario is a TOML document (see README.md for every key). :func:`load` reads it from a file,
+a TOML string or a dict, applies ``--set``-style overrides and validates it; :func:`to_native`
+turns the validated model into the normalized dict that ``mpsched._native.run`` expects.
+Every problem is reported as a :class:`~mpsched.errors.ScenarioError` with a one-line message
+that starts with the offending field.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import tomllib
+from collections.abc import Callable, Iterable, Mapping
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
+
+from .errors import ScenarioError
+from .units import (
+    QueueLimit,
+    format_duration,
+    parse_duration,
+    parse_queue,
+    parse_rate,
+    parse_size,
+)
+
+__all__ = [
+    "Connection",
+    "PathSpec",
+    "Scenario",
+    "ScheduleEntry",
+    "Workload",
+    "default_scenario_text",
+    "load",
+    "parse_set",
+    "to_native",
+]
+
+Source = str | os.PathLike[str] | Mapping[str, Any] | None
+
+PROTOCOLS = ("mptcp", "tcp")
+CONGESTION_CONTROLS = ("reno", "cubic", "lia", "olia")
+WORKLOAD_KINDS = ("bulk", "file")
+
+
+# --- field types ---
+
+
+def _quantity(
+    parse: Callable[[object], int], minimum: int, *, optional: bool = False
+) -> BeforeValidator:
+    """A validator turning a quantity string into base units and checking its lower bound."""
+
+    def convert(value: object, info: ValidationInfo) -> object:
+        if value is None and optional:
+            return None
+        number = parse(value)
+        if number < minimum:
+            bound = "> 0" if minimum > 0 else ">= 0"
+            raise ValueError(f"{info.field_name} must be {bound}, got {value!r}")
+        return number
+
+    return BeforeValidator(convert)
+
+
+def _convert_queue(value: object, info: ValidationInfo) -> object:
+    if value is None or isinstance(value, QueueLimit):
+        return value
+    limit = parse_queue(value)
+    if limit.value <= 0:
+        raise ValueError(f"{info.field_name} must be > 0, got {value!r}")
+    return limit
+
+
+def _convert_probability(value: object, info: ValidationInfo) -> object:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{info.field_name} must be a number in [0, 1), got {value!r}")  # noqa: TRY004
+    if not 0.0 <= value < 1.0:
+        raise ValueError(f"{info.field_name} must be in [0, 1), got {value!r}")
+    return float(value)
+
+
+def _choice(options: tuple[str, ...]) -> BeforeValidator:
+    def check(value: object, info: ValidationInfo) -> object:
+        if value not in options:
+            raise ValueError(
+                f"unknown {info.field_name} {value!r} (expected one of: {', '.join(options)})"
+            )
+        return value
+
+    return BeforeValidator(check)
+
+
+def _convert_seed(value: object, info: ValidationInfo) -> object:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**64:
+        raise ValueError(f"seed must be an integer >= 0, got {value!r}")
+    return value
+
+
+def _convert_name(value: object, info: ValidationInfo) -> object:
+    if not isinstance(value, str) or not value or "." in value:
+        raise ValueError(f"name must be a non-empty string without '.', got {value!r}")
+    return value
+
+
+def _convert_param(value: object) -> object:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError(  # noqa: TRY004 - pydantic reports ValueError only
+            f"scheduler parameters must be numbers or strings, got {value!r}"
+        )
+    return value
+
+
+def _convert_string(value: object, info: ValidationInfo) -> object:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{info.field_name} must be a non-empty string, got {value!r}")
+    return value
+
+
+PositiveDuration = Annotated[int, _quantity(parse_duration, 1)]
+NonNegativeDuration = Annotated[int, _quantity(parse_duration, 0)]
+OptionalDuration = Annotated[int | None, _quantity(parse_duration, 0, optional=True)]
+PositiveRate = Annotated[int, _quantity(parse_rate, 1)]
+OptionalRate = Annotated[int | None, _quantity(parse_rate, 1, optional=True)]
+PositiveSize = Annotated[int, _quantity(parse_size, 1)]
+OptionalSize = Annotated[int | None, _quantity(parse_size, 1, optional=True)]
+Queue = Annotated[QueueLimit, BeforeValidator(_convert_queue)]
+OptionalQueue = Annotated[QueueLimit | None, BeforeValidator(_convert_queue)]
+Probability = Annotated[float, BeforeValidator(_convert_probability)]
+Seed = Annotated[int, BeforeValidator(_convert_seed)]
+Name = Annotated[str, BeforeValidator(_convert_name)]
+NonEmptyString = Annotated[str, BeforeValidator(_convert_string)]
+Param = Annotated[int | float | str, BeforeValidator(_convert_param)]
+
+
+# --- models ---
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_default=True, frozen=True)
+
+
+class Connection(_Model):
+    """The ``[connection]`` table."""
+
+    protocol: Annotated[Literal["mptcp", "tcp"], _choice(PROTOCOLS)] = "mptcp"
+    scheduler: NonEmptyString = "default"
+    congestion: Annotated[Literal["reno", "cubic", "lia", "olia"], _choice(CONGESTION_CONTROLS)] = (
+        "cubic"
+    )
+    sndbuf: PositiveSize = "6MiB"  # type: ignore[assignment]
+    rcvbuf: PositiveSize = "6MiB"  # type: ignore[assignment]
+    paths: list[Name] | None = None
+    scheduler_params: dict[str, Param] = Field(default_factory=dict)
+
+
+class Workload(_Model):
+    """The ``[workload]`` table: a bulk transfer, or a file of ``size`` bytes."""
+
+    kind: Annotated[Literal["bulk", "file"], _choice(WORKLOAD_KINDS)] = "bulk"
+    size: OptionalSize = None
+
+
+class ScheduleEntry(_Model):
+    """One ``[[path.schedule]]`` entry: a change of the path at time ``at``."""
+
+    at: NonNegativeDuration
+    rate: OptionalRate = None
+    rtt: OptionalDuration = None
+    delay_up: OptionalDuration = None
+    delay_down: OptionalDuration = None
+
+
+class PathSpec(_Model):
+    """One ``[[path]]`` table. Quantities are stored in ns, bytes and bits per second."""
+
+    name: Name
+    rate: PositiveRate
+    rate_up: OptionalRate = None
+    rtt: OptionalDuration = None
+    delay_up: OptionalDuration = None
+    delay_down: OptionalDuration = None
+    queue: Queue = "1000pkt"  # type: ignore[assignment]
+    queue_up: OptionalQueue = None
+    loss: Probability = 0.0
+    ack_loss: Probability = 0.0
+    schedule: list[ScheduleEntry] = Field(default_factory=list)
+
+    def delays(self) -> tuple[int, int]:
+        """``(delay_up_ns, delay_down_ns)`` after resolving ``rtt`` and the one-way delays."""
+        up, down = _resolve_delays(self.rtt, self.delay_up, self.delay_down, partial=False)
+        assert up is not None and down is not None
+        return up, down
+
+
+class Scenario(_Model):
+    """A whole scenario file."""
+
+    duration: PositiveDuration = "60s"  # type: ignore[assignment]
+    seed: Seed = 1
+    connection: Connection = Field(default_factory=Connection)
+    workload: Workload = Field(default_factory=Workload)
+    path: list[PathSpec] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _cross_check(self) -> Scenario:
+        _check(self)
+        return self
+
+    def selected_paths(self) -> list[PathSpec]:
+        """The paths the connection uses, in order (only the first one for plain TCP)."""
+        by_name = {p.name: p for p in self.path}
+        names = self.connection.paths or [p.name for p in self.path]
+        if self.connection.protocol == "tcp":
+            names = names[:1]
+        return [by_name[name] for name in names]
+
+
+# --- cross-field checks ---
+
+
+def _resolve_delays(
+    rtt: int | None, up: int | None, down: int | None, *, partial: bool
+) -> tuple[int | None, int | None]:
+    """Resolve ``rtt``/``delay_up``/``delay_down`` into one-way delays.
+
+    ``rtt`` alone is split evenly; ``rtt`` with one delay gives the other; with all three, ``rtt``
+    must be their sum. One delay alone applies to both directions, except when ``partial`` (a
+    schedule entry), where the other direction stays unchanged (``None``).
+    """
+    if up is None and down is None:
+        if rtt is None:
+            return None, None
+        return rtt - rtt // 2, rtt // 2
+    if up is not None and down is not None:
+        if rtt is not None and rtt != up + down:
+            raise ValueError(
+                f"rtt {format_duration(rtt)} must equal delay_up + delay_down = "
+                f"{format_duration(up + down)}"
+            )
+        return up, down
+    given = up if up is not None else down
+    assert given is not None
+    if rtt is not None:
+        other: int | None = rtt - given
+        assert other is not None
+        if other < 0:
+            which = "delay_up" if up is not None else "delay_down"
+            raise ValueError(
+                f"rtt {format_duration(rtt)} is smaller than {which} {format_duration(given)}"
+            )
+    else:
+        other = None if partial else given
+    return (given, other) if up is not None else (other, given)
+
+
+def _where(index: int, name: str, field: str = "") -> str:
+    suffix = f".{field}" if field else ""
+    return f"path[{index}]{suffix} ({name!r})"
+
+
+def _check(scenario: Scenario) -> None:
+    """Checks that involve several fields; raise ``ValueError('<field>: <problem>')``."""
+    if not scenario.path:
+        raise ValueError("path: at least one [[path]] table is required")
+    seen: set[str] = set()
+    for i, path in enumerate(scenario.path):
+        if path.name in seen:
+            raise ValueError(f"{_where(i, path.name, 'name')}: duplicate path name")
+        seen.add(path.name)
+        _check_path(i, path, scenario.duration)
+
+    connection = scenario.connection
+    if connection.paths is not None:
+        if not connection.paths:
+            raise ValueError("connection.paths: must name at least one path")
+        for j, name in enumerate(connection.paths):
+            if name not in seen:
+                known = ", ".join(p.name for p in scenario.path)
+                raise ValueError(f"connection.paths[{j}]: unknown path {name!r} (paths: {known})")
+            if name in connection.paths[:j]:
+                raise ValueError(f"connection.paths[{j}]: path {name!r} is listed twice")
+
+    known_schedulers = _scheduler_names()
+    if known_schedulers is not None and connection.scheduler not in known_schedulers:
+        raise ValueError(
+            f"connection.scheduler: unknown scheduler {connection.scheduler!r} "
+            f"(known: {', '.join(known_schedulers)})"
+        )
+
+    workload = scenario.workload
+    if workload.kind == "file" and workload.size is None:
+        raise ValueError("workload.size: required when kind = 'file'")
+    if workload.kind == "bulk" and workload.size is not None:
+        raise ValueError("workload.size: not allowed when kind = 'bulk'")
+
+
+def _check_path(index: int, path: PathSpec, duration: int) -> None:
+    if path.rtt is None and path.delay_up is None and path.delay_down is None:
+        raise ValueError(f"{_where(index, path.name, 'rtt')}: required (or delay_up/delay_down)")
+    try:
+        _resolve_delays(path.rtt, path.delay_up, path.delay_down, partial=False)
+    except ValueError as exc:
+        raise ValueError(f"{_where(index, path.name, 'rtt')}: {exc}") from None
+    for k, entry in enumerate(path.schedule):
+        where = f"schedule[{k}]"
+        if entry.at >= duration:
+            raise ValueError(
+                f"{_where(index, path.name, where + '.at')}: must be < duration "
+                f"{format_duration(duration)}, got {format_duration(entry.at)}"
+            )
+        changes = (entry.rate, entry.rtt, entry.delay_up, entry.delay_down)
+        if all(change is None for change in changes):
+            raise ValueError(
+                f"{_where(index, path.name, where)}: changes nothing "
+                "(give rate, rtt, delay_up or delay_down)"
+            )
+        try:
+            _resolve_delays(entry.rtt, entry.delay_up, entry.delay_down, partial=True)
+        except ValueError as exc:
+            raise ValueError(f"{_where(index, path.name, where + '.rtt')}: {exc}") from None
+
+
+@cache
+def _scheduler_names() -> tuple[str, ...] | None:
+    """Names of the native schedulers, or ``None`` when the native module is not built."""
+    try:
+        from . import _native  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return tuple(name for name, _description, _source in _native.schedulers())
+
+
+# --- pydantic errors -> one line ---
+
+
+def _location(loc: tuple[int | str, ...], raw: Mapping[str, Any]) -> str:
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    if len(loc) >= 2 and loc[0] == "path" and isinstance(loc[1], int):
+        paths = raw.get("path")
+        if isinstance(paths, list) and loc[1] < len(paths) and isinstance(paths[loc[1]], dict):
+            name = paths[loc[1]].get("name")
+            if isinstance(name, str):
+                text += f" ({name!r})"
+    return text
+
+
+def _short(value: object, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+_TYPE_MESSAGES = {
+    "model_type": "expected a table",
+    "model_attributes_type": "expected a table",
+    "dict_type": "expected a table",
+    "list_type": "expected an array",
+    "string_type": "expected a string",
+    "int_type": "expected an integer",
+    "float_type": "expected a number",
+}
+
+
+def _error_line(error: Mapping[str, Any], raw: Mapping[str, Any]) -> str:
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        message = "unknown key"
+    elif kind == "missing":
+        message = "required"
+    elif kind in ("value_error", "assertion_error"):
+        message = str(error["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    elif kind in _TYPE_MESSAGES:
+        message = f"{_TYPE_MESSAGES[kind]}, got {_short(error.get('input'))}"
+    else:
+        message = f"{error['msg']}, got {_short(error.get('input'))}"
+    where = _location(tuple(error["loc"]), raw)
+    return f"{where}: {message}" if where else message
+
+
+def validate(raw: Mapping[str, Any]) -> Scenario:
+    """Validate a scenario given as a dict (as parsed from TOML)."""
+    try:
+        return Scenario.model_validate(raw)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        line = _error_line(errors[0], raw)
+        if len(errors) > 1:
+            line += f" (and {len(errors) - 1} more error{'s' if len(errors) > 2 else ''})"
+        raise ScenarioError(line) from None
+
+
+# --- sources ---
+
+
+def default_scenario_text() -> str:
+    """The built-in default scenario (the STMS paper's lab set-up) as TOML."""
+    return resources.files("mpsched").joinpath("scenarios/default.toml").read_text("utf-8")
+
+
+def _parse_toml(text: str, origin: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        detail = " ".join(str(exc).split())
+        raise ScenarioError(f"{origin}: malformed TOML: {detail}") from None
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text("utf-8")
+    except FileNotFoundError:
+        raise ScenarioError(f"{path}: no such scenario file") from None
+    except IsADirectoryError:
+        raise ScenarioError(f"{path}: is a directory, not a scenario file") from None
+    except UnicodeDecodeError:
+        raise ScenarioError(f"{path}: not a UTF-8 text file") from None
+    except OSError as exc:
+        raise ScenarioError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    return _parse_toml(text, str(path))
+
+
+def _looks_like_toml(text: str) -> bool:
+    stripped = text.strip()
+    return not stripped or "\n" in text or "=" in text or stripped.startswith(("[", "#"))
+
+
+def read_source(source: Source) -> dict[str, Any]:
+    """Read a scenario as a raw dict from a path, a TOML string, a dict, or ``None`` (default)."""
+    if source is None:
+        return _parse_toml(default_scenario_text(), "default scenario")
+    if isinstance(source, Mapping):
+        return copy.deepcopy(dict(source))
+    if isinstance(source, str) and _looks_like_toml(source):
+        return _parse_toml(source, "scenario")
+    if isinstance(source, str | os.PathLike):
+        return _read_file(Path(source))
+    raise ScenarioError(
+        f"scenario: expected a file path, a TOML string or a dict, got {type(source).__name__}"
+    )
+
+
+# --- overrides ---
+
+
+def parse_value(text: str) -> Any:
+    """A ``--set`` value: a TOML value when it parses as one (``3``, ``true``), else a string."""
+    try:
+        return tomllib.loads(f"value = {text}")["value"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def parse_set(items: Iterable[str]) -> dict[str, Any]:
+    """Parse ``KEY=VALUE`` strings (the ``--set`` option) into an overrides dict."""
+    overrides: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ScenarioError(f"--set {item!r}: expected KEY=VALUE, e.g. path.lte.rtt=200ms")
+        overrides[key] = parse_value(value.strip())
+    return overrides
+
+
+_TABLES: dict[str, type[_Model]] = {"connection": Connection, "workload": Workload}
+
+
+def _table(parent: dict[str, Any], key: str, where: str) -> dict[str, Any]:
+    table = parent.setdefault(key, {})
+    if not isinstance(table, dict):
+        raise ScenarioError(f"{where}: {key} is not a table in the scenario")
+    return table
+
+
+def _find_path(raw: dict[str, Any], name: str, where: str) -> dict[str, Any]:
+    paths = raw.get("path")
+    if isinstance(paths, list):
+        for entry in paths:
+            if isinstance(entry, dict) and entry.get("name") == name:
+                return entry
+    names = [p.get("name") for p in paths if isinstance(p, dict)] if isinstance(paths, list) else []
+    known = ", ".join(str(n) for n in names) or "none"
+    raise ScenarioError(f"{where}: no path named {name!r} (paths: {known})")
+
+
+def apply_overrides(
+    raw: dict[str, Any], overrides: Mapping[str, Any], label: str = "override"
+) -> dict[str, Any]:
+    """Apply dotted-key overrides (``path.lte.rtt``, ``connection.scheduler``...) to a raw dict.
+
+    ``label`` starts error messages about an override (``--set`` on the command line).
+    """
+    raw = copy.deepcopy(raw)
+    for key, value in overrides.items():
+        where = f"{label} {key}"
+        parts = key.split(".")
+        head, rest = parts[0], parts[1:]
+        if head in ("duration", "seed") and not rest:
+            raw[head] = value
+        elif head in _TABLES and len(rest) == 1 and rest[0] in _TABLES[head].model_fields:
+            _table(raw, head, where)[rest[0]] = value
+        elif head == "connection" and len(rest) == 2 and rest[0] == "scheduler_params":
+            table = _table(raw, head, where)
+            _table(table, "scheduler_params", where)[rest[1]] = value
+        elif head == "path" and len(rest) == 2:
+            if rest[1] not in PathSpec.model_fields:
+                raise ScenarioError(f"{where}: unknown key")
+            _find_path(raw, rest[0], where)[rest[1]] = value
+        elif head == "path" and len(rest) < 2:
+            raise ScenarioError(f"{where}: expected path.NAME.KEY, e.g. path.lte.rtt")
+        else:
+            raise ScenarioError(f"{where}: unknown key")
+    return raw
+
+
+def load(
+    source: Source = None, overrides: Mapping[str, Any] | None = None, *, label: str = "override"
+) -> Scenario:
+    """Load and validate a scenario.
+
+    ``source`` is a file path, a TOML string, a dict, or ``None`` for the built-in default.
+    ``overrides`` maps dotted keys (``"duration"``, ``"connection.scheduler"``,
+    ``"path.lte.rtt"``) to values, as given with ``--set``; ``label`` names them in errors.
+    """
+    raw = read_source(source)
+    if overrides:
+        raw = apply_overrides(raw, overrides, label)
+    return validate(raw)
+
+
+# --- normalization ---
+
+
+def _link(rate: int, delay: int, loss: float, queue: QueueLimit) -> dict[str, Any]:
+    return {"rate_bps": rate, "delay_ns": delay, "loss": loss, "queue": queue.to_native()}
+
+
+def _schedule(entry: ScheduleEntry) -> dict[str, Any]:
+    up, down = _resolve_delays(entry.rtt, entry.delay_up, entry.delay_down, partial=True)
+    return {"at_ns": entry.at, "rate_bps": entry.rate, "delay_down_ns": down, "delay_up_ns": up}
+
+
+def _path(path: PathSpec) -> dict[str, Any]:
+    up_delay, down_delay = path.delays()
+    return {
+        "name": path.name,
+        "down": _link(path.rate, down_delay, path.loss, path.queue),
+        "up": _link(
+            path.rate_up if path.rate_up is not None else path.rate,
+            up_delay,
+            path.ack_loss,
+            path.queue_up if path.queue_up is not None else path.queue,
+        ),
+        "schedule": [_schedule(e) for e in sorted(path.schedule, key=lambda e: e.at)],
+    }
+
+
+def to_native(scenario: Scenario) -> dict[str, Any]:
+    """The normalized scenario of the native contract (integers in ns, bytes and bits/s)."""
+    connection = scenario.connection
+    workload: dict[str, Any] = {"kind": scenario.workload.kind}
+    if scenario.workload.kind == "file":
+        workload["size_bytes"] = scenario.workload.size
+    return {
+        "duration_ns": scenario.duration,
+        "seed": scenario.seed,
+        "protocol": connection.protocol,
+        "scheduler": connection.scheduler,
+        "scheduler_params": dict(connection.scheduler_params),
+        "congestion": connection.congestion,
+        "sndbuf_bytes": connection.sndbuf,
+        "rcvbuf_bytes": connection.rcvbuf,
+        "workload": workload,
+        "paths": [_path(p) for p in scenario.selected_paths()],
+    }

@@ -1,0 +1,87 @@
+"""Shared fixtures: the CLI runners, the real native module and a fake one."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENARIOS = ROOT / "scenarios"
+
+try:  # a source checkout without `pip install -e .`: import the package from python/
+    import mpsched  # noqa: F401
+except ImportError:  # pragma: no cover
+    sys.path.insert(0, str(ROOT / "python"))
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT / "python"), *filter(None, [os.environ.get("PYTHONPATH")])]
+    )
+
+from mpsched import api, cli, scenario  # noqa: E402
+
+from . import fake_native  # noqa: E402
+
+
+@dataclass
+class Outcome:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> dict:
+        return json.loads(self.out)
+
+
+def run_subprocess(*args: str, cwd: Path | None = None) -> Outcome:
+    """Run ``python -m mpsched ARGS`` in a fresh interpreter."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "mpsched", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+        check=False,
+    )
+    return Outcome(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.fixture
+def run_cli(capsys: pytest.CaptureFixture[str]):
+    """Run the CLI in this process (fast); returns an :class:`Outcome`."""
+
+    def invoke(*args: str) -> Outcome:
+        with pytest.raises(SystemExit) as exit_info:
+            cli.main(list(args))
+        captured = capsys.readouterr()
+        code = exit_info.value.code
+        return Outcome(code if isinstance(code, int) else 1, captured.out, captured.err)
+
+    return invoke
+
+
+@pytest.fixture
+def native() -> ModuleType:
+    """The real compiled simulator."""
+    try:
+        from mpsched import _native
+    except ImportError:
+        pytest.skip("mpsched._native is not built yet")
+    return _native
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
+    """Replace the native module by a small pure-Python fake (tests of the Python layer alone)."""
+    monkeypatch.setattr(api, "native", lambda: fake_native)
+    monkeypatch.setattr(
+        scenario, "_scheduler_names", lambda: tuple(n for n, _, _ in fake_native.schedulers())
+    )
+    fake_native.calls.clear()
+    yield fake_native

@@ -1,0 +1,345 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mpsched import ScenarioError, load, to_native
+from mpsched.scenario import default_scenario_text, parse_set, parse_value
+
+from .conftest import ROOT, SCENARIOS
+
+MINIMAL = """
+[[path]]
+name = "a"
+rate = "10Mbps"
+rtt = "10ms"
+"""
+
+STMS_NATIVE: dict[str, Any] = {
+    "duration_ns": 60_000_000_000,
+    "seed": 1,
+    "protocol": "mptcp",
+    "scheduler": "default",
+    "scheduler_params": {},
+    "congestion": "cubic",
+    "sndbuf_bytes": 6 * 2**20,
+    "rcvbuf_bytes": 6 * 2**20,
+    "workload": {"kind": "bulk"},
+    "paths": [
+        {
+            "name": "wifi",
+            "down": {
+                "rate_bps": 30_000_000,
+                "delay_ns": 10_000_000,
+                "loss": 0.0001,
+                "queue": {"time_ns": 50_000_000},
+            },
+            "up": {
+                "rate_bps": 30_000_000,
+                "delay_ns": 10_000_000,
+                "loss": 0.0,
+                "queue": {"time_ns": 50_000_000},
+            },
+            "schedule": [],
+        },
+        {
+            "name": "lte",
+            "down": {
+                "rate_bps": 30_000_000,
+                "delay_ns": 50_000_000,
+                "loss": 0.0001,
+                "queue": {"time_ns": 500_000_000},
+            },
+            "up": {
+                "rate_bps": 30_000_000,
+                "delay_ns": 50_000_000,
+                "loss": 0.0,
+                "queue": {"time_ns": 500_000_000},
+            },
+            "schedule": [],
+        },
+    ],
+}
+
+
+@pytest.fixture(autouse=True)
+def _schedulers(fake: object) -> None:
+    """Validate scheduler names against the fake's list (default, minrtt, rr)."""
+
+
+def error(source: Any = None, overrides: dict[str, Any] | None = None) -> str:
+    with pytest.raises(ScenarioError) as info:
+        load(source, overrides)
+    message = str(info.value)
+    assert "\n" not in message
+    return message
+
+
+def test_default_scenario_is_the_stms_lab() -> None:
+    assert to_native(load()) == STMS_NATIVE
+
+
+def test_default_is_shipped_as_example() -> None:
+    assert (SCENARIOS / "stms-lab.toml").read_text() == default_scenario_text()
+
+
+@pytest.mark.parametrize("path", sorted(SCENARIOS.glob("*.toml")), ids=lambda p: p.name)
+def test_example_scenarios_are_valid(path: Path) -> None:
+    native = to_native(load(path))
+    assert native["paths"]
+
+
+def test_sources_path_string_dict_agree(tmp_path: Path) -> None:
+    file = tmp_path / "s.toml"
+    file.write_text(MINIMAL)
+    as_dict = {"path": [{"name": "a", "rate": "10Mbps", "rtt": "10ms"}]}
+    results = [to_native(load(x)) for x in (file, str(file), MINIMAL, as_dict)]
+    assert all(r == results[0] for r in results)
+
+
+def test_defaults() -> None:
+    native = to_native(load(MINIMAL))
+    assert native["duration_ns"] == 60 * 10**9
+    assert native["seed"] == 1
+    assert native["protocol"] == "mptcp"
+    assert native["scheduler"] == "default"
+    assert native["congestion"] == "cubic"
+    assert native["sndbuf_bytes"] == native["rcvbuf_bytes"] == 6 * 2**20
+    assert native["workload"] == {"kind": "bulk"}
+    path = native["paths"][0]
+    for link in (path["down"], path["up"]):
+        assert link["queue"] == {"packets": 1000}
+        assert link["loss"] == 0.0
+        assert link["delay_ns"] == 5_000_000
+        assert link["rate_bps"] == 10_000_000
+
+
+def test_asymmetric_path_and_schedule() -> None:
+    text = """
+    duration = "20s"
+    [[path]]
+    name = "sat"
+    rate = "50Mbps"
+    rate_up = "5Mbps"
+    delay_down = "250ms"
+    delay_up = "50ms"
+    rtt = "300ms"
+    queue = "64KB"
+    queue_up = "20pkt"
+    loss = 0.01
+    ack_loss = 0.001
+    [[path.schedule]]
+    at = "10s"
+    rate = "10Mbps"
+    [[path.schedule]]
+    at = "5s"
+    rtt = "101ms"
+    [[path.schedule]]
+    at = "15s"
+    delay_up = "1ms"
+    """
+    path = to_native(load(text))["paths"][0]
+    assert path["down"] == {
+        "rate_bps": 50_000_000,
+        "delay_ns": 250_000_000,
+        "loss": 0.01,
+        "queue": {"bytes": 64_000},
+    }
+    assert path["up"] == {
+        "rate_bps": 5_000_000,
+        "delay_ns": 50_000_000,
+        "loss": 0.001,
+        "queue": {"packets": 20},
+    }
+    assert path["schedule"] == [
+        {
+            "at_ns": 5 * 10**9,
+            "rate_bps": None,
+            "delay_down_ns": 50_500_000,
+            "delay_up_ns": 50_500_000,
+        },
+        {"at_ns": 10 * 10**9, "rate_bps": 10_000_000, "delay_down_ns": None, "delay_up_ns": None},
+        {"at_ns": 15 * 10**9, "rate_bps": None, "delay_down_ns": None, "delay_up_ns": 1_000_000},
+    ]
+
+
+def test_one_way_delays_without_rtt() -> None:
+    one = {"path": [{"name": "a", "rate": "1Mbps", "delay_down": "30ms"}]}
+    path = to_native(load(one))["paths"][0]
+    assert path["down"]["delay_ns"] == path["up"]["delay_ns"] == 30_000_000
+    rest = {"path": [{"name": "a", "rate": "1Mbps", "delay_down": "30ms", "rtt": "40ms"}]}
+    path = to_native(load(rest))["paths"][0]
+    assert (path["down"]["delay_ns"], path["up"]["delay_ns"]) == (30_000_000, 10_000_000)
+
+
+def test_path_selection_and_tcp() -> None:
+    native = to_native(load(None, {"connection.paths": ["lte", "wifi"]}))
+    assert [p["name"] for p in native["paths"]] == ["lte", "wifi"]
+    native = to_native(load(None, {"connection.paths": ["lte"]}))
+    assert [p["name"] for p in native["paths"]] == ["lte"]
+    native = to_native(load(None, {"connection.protocol": "tcp"}))
+    assert [p["name"] for p in native["paths"]] == ["wifi"]
+    tcp_lte = {"connection.protocol": "tcp", "connection.paths": ["lte", "wifi"]}
+    assert [p["name"] for p in to_native(load(None, tcp_lte))["paths"]] == ["lte"]
+
+
+def test_file_workload_and_params() -> None:
+    native = to_native(
+        load(
+            None,
+            {
+                "workload.kind": "file",
+                "workload.size": "10MB",
+                "connection.scheduler_params.alpha": 0.5,
+                "connection.scheduler_params.mode": "fast",
+            },
+        )
+    )
+    assert native["workload"] == {"kind": "file", "size_bytes": 10_000_000}
+    assert native["scheduler_params"] == {"alpha": 0.5, "mode": "fast"}
+
+
+def test_set_overrides() -> None:
+    overrides = parse_set(
+        [
+            "duration=10s",
+            "seed=3",
+            "connection.rcvbuf=1MiB",
+            "connection.scheduler=minrtt",
+            "workload.kind=file",
+            "workload.size=10MB",
+            "path.lte.rtt=200ms",
+            "path.wifi.queue=30KB",
+        ]
+    )
+    native = to_native(load(None, overrides))
+    assert native["duration_ns"] == 10 * 10**9
+    assert native["seed"] == 3
+    assert native["rcvbuf_bytes"] == 2**20
+    assert native["scheduler"] == "minrtt"
+    assert native["workload"] == {"kind": "file", "size_bytes": 10_000_000}
+    wifi, lte = native["paths"]
+    assert lte["down"]["delay_ns"] + lte["up"]["delay_ns"] == 200_000_000
+    assert wifi["down"]["queue"] == wifi["up"]["queue"] == {"bytes": 30_000}
+
+
+def test_set_values_are_toml_when_they_parse() -> None:
+    assert parse_value("3") == 3
+    assert parse_value("0.5") == 0.5
+    assert parse_value("true") is True
+    assert parse_value("minrtt") == "minrtt"
+    assert parse_value("10s") == "10s"
+    assert parse_value('"3"') == "3"
+    assert parse_value('["wifi"]') == ["wifi"]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        ({"path.lte.rate": "-5Mbps"}, "path[1].rate ('lte'): rate must be > 0, got '-5Mbps'"),
+        ({"path.lte.rate": "0Mbps"}, "path[1].rate ('lte'): rate must be > 0, got '0Mbps'"),
+        ({"path.lte.rate_up": "0bps"}, "path[1].rate_up ('lte'): rate_up must be > 0"),
+        ({"duration": "0s"}, "duration: duration must be > 0, got '0s'"),
+        ({"duration": "-3s"}, "duration: duration must be > 0, got '-3s'"),
+        ({"duration": 10}, "duration: bad duration 10: missing unit"),
+        ({"seed": -1}, "seed: seed must be an integer >= 0, got -1"),
+        ({"seed": 1.5}, "seed: seed must be an integer >= 0, got 1.5"),
+        ({"path.wifi.loss": 1}, "path[0].loss ('wifi'): loss must be in [0, 1), got 1"),
+        ({"path.wifi.loss": -0.1}, "path[0].loss ('wifi'): loss must be in [0, 1), got -0.1"),
+        ({"path.wifi.ack_loss": 2.0}, "path[0].ack_loss ('wifi'): ack_loss must be in [0, 1)"),
+        ({"path.wifi.loss": "x"}, "path[0].loss ('wifi'): loss must be a number"),
+        ({"path.wifi.name": "lte"}, "path[1].name ('lte'): duplicate path name"),
+        ({"path.wifi.rtt": "20 parsecs"}, "path[0].rtt ('wifi'): bad duration '20 parsecs'"),
+        ({"path.wifi.rate": "30Mbsp"}, "path[0].rate ('wifi'): bad rate '30Mbsp'"),
+        ({"path.wifi.queue": "5 apples"}, "path[0].queue ('wifi'): bad queue limit '5 apples'"),
+        ({"path.wifi.queue": "0pkt"}, "path[0].queue ('wifi'): queue must be > 0"),
+        ({"path.wifi.delay_up": "30ms"}, "path[0].rtt ('wifi'): rtt 20ms is smaller than"),
+        ({"connection.sndbuf": "6MB6"}, "connection.sndbuf: bad size '6MB6'"),
+        ({"connection.rcvbuf": 0}, "connection.rcvbuf: rcvbuf must be > 0, got 0"),
+        ({"connection.scheduler": "nope"}, "connection.scheduler: unknown scheduler 'nope'"),
+        ({"connection.congestion": "bbr"}, "connection.congestion: unknown congestion 'bbr'"),
+        ({"connection.protocol": "udp"}, "connection.protocol: unknown protocol 'udp'"),
+        ({"connection.paths": ["wifi", "x"]}, "connection.paths[1]: unknown path 'x'"),
+        ({"connection.paths": ["wifi", "wifi"]}, "connection.paths[1]: path 'wifi' is listed"),
+        ({"connection.paths": []}, "connection.paths: must name at least one path"),
+        ({"connection.scheduler_params.k": [1]}, "connection.scheduler_params.k: scheduler"),
+        ({"workload.kind": "file"}, "workload.size: required when kind = 'file'"),
+        ({"workload.size": "1MB"}, "workload.size: not allowed when kind = 'bulk'"),
+        ({"workload.kind": "stream"}, "workload.kind: unknown kind 'stream'"),
+        ({"connection.schedulr": "x"}, "override connection.schedulr: unknown key"),
+        ({"path.wifi.bogus": 1}, "override path.wifi.bogus: unknown key"),
+        ({"path.nope.rtt": "1ms"}, "override path.nope.rtt: no path named 'nope'"),
+        ({"path.wifi": 1}, "override path.wifi: expected path.NAME.KEY"),
+        ({"foo": 1}, "override foo: unknown key"),
+        (
+            {"path.wifi.schedule": [{"at": "60s", "rate": "1Mbps"}]},
+            "path[0].schedule[0].at ('wifi'): must be < duration 60s, got 60s",
+        ),
+        (
+            {"path.wifi.schedule": [{"at": "1s"}]},
+            "path[0].schedule[0] ('wifi'): changes nothing",
+        ),
+        (
+            {"path.wifi.schedule": [{"rate": "1Mbps"}]},
+            "path[0].schedule[0].at ('wifi'): required",
+        ),
+        (
+            {"path.wifi.schedule": [{"at": "1s", "rate": "1Mbps", "ratee": 1}]},
+            "path[0].schedule[0].ratee ('wifi'): unknown key",
+        ),
+    ],
+)
+def test_invalid_overrides(overrides: dict[str, Any], expected: str) -> None:
+    assert error(None, overrides).startswith(expected)
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ({"path": []}, "path: at least one [[path]] table is required"),
+        ({}, "path: at least one [[path]] table is required"),
+        ({"path": {"name": "a"}}, "path: expected an array, got {'name': 'a'}"),
+        ({"path": [{"name": "a"}]}, "path[0].rate ('a'): required"),
+        ({"path": [{"rate": "1Mbps", "rtt": "1ms"}]}, "path[0].name: required"),
+        ({"path": [{"name": "a.b", "rate": "1Mbps", "rtt": "1ms"}]}, "path[0].name ('a.b'): name"),
+        ({"path": [{"name": "a", "rate": "1Mbps"}]}, "path[0].rtt ('a'): required"),
+        ({"path": [{"name": "a", "rate": "1Mbps", "rtt": "1ms"}], "connection": 5}, "connection: "),
+        (
+            {"path": [{"name": "a", "rate": "1Mbps", "rtt": "1ms"}], "extra": 1},
+            "extra: unknown key",
+        ),
+        (
+            {"path": [{"name": "a", "rate": "1Mbps", "rtt": "1ms", "delay_up": "2ms"}]},
+            "path[0].rtt ('a'): rtt 1ms is smaller than delay_up",
+        ),
+        (
+            {
+                "path": [
+                    {
+                        "name": "a",
+                        "rate": "1Mbps",
+                        "rtt": "30ms",
+                        "delay_up": "10ms",
+                        "delay_down": "10ms",
+                    }
+                ]
+            },
+            "path[0].rtt ('a'): rtt 30ms must equal delay_up + delay_down = 20ms",
+        ),
+        ("[connection]\nschedulr = 'x'\n" + MINIMAL, "connection.schedulr: unknown key"),
+        ("duration = \n", "scenario: malformed TOML: "),
+        ("[[path]\nname='a'", "scenario: malformed TOML: "),
+        ("no-such-file.toml", "no-such-file.toml: no such scenario file"),
+        (ROOT, "is a directory"),
+        (42, "scenario: expected a file path, a TOML string or a dict, got int"),
+    ],
+)
+def test_invalid_sources(source: Any, expected: str) -> None:
+    assert expected in error(source)
+
+
+def test_several_errors_are_counted_on_one_line() -> None:
+    message = error({"path": [{"name": "a", "rate": "0bps", "rtt": "-1ms"}]})
+    assert message == "path[0].rate ('a'): rate must be > 0, got '0bps' (and 1 more error)"
