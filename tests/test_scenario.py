@@ -225,6 +225,20 @@ def test_set_overrides() -> None:
     assert wifi["down"]["queue"] == wifi["up"]["queue"] == {"bytes": 30_000}
 
 
+def test_set_delays_replace_each_other() -> None:
+    def delays(overrides: dict[str, Any], source: Any = None) -> tuple[int, int]:
+        path = to_native(load(source, overrides))["paths"][0]
+        return path["up"]["delay_ns"], path["down"]["delay_ns"]
+
+    ms = 1_000_000
+    assert delays({"path.wifi.delay_up": "30ms"}) == (30 * ms, 10 * ms)
+    assert delays({"path.wifi.delay_down": "1ms"}) == (10 * ms, 1 * ms)
+    assert delays({"path.wifi.rtt": "100ms"}) == (50 * ms, 50 * ms)
+    one_way = {"path": [{"name": "a", "rate": "1Mbps", "delay_up": "7ms", "delay_down": "3ms"}]}
+    assert delays({"path.a.rtt": "4ms"}, one_way) == (2 * ms, 2 * ms)
+    assert delays({"path.a.delay_up": "1ms"}, one_way) == (1 * ms, 3 * ms)
+
+
 def test_set_values_are_toml_when_they_parse() -> None:
     assert parse_value("3") == 3
     assert parse_value("0.5") == 0.5
@@ -255,7 +269,7 @@ def test_set_values_are_toml_when_they_parse() -> None:
         ({"path.wifi.rate": "30Mbsp"}, "path[0].rate ('wifi'): bad rate '30Mbsp'"),
         ({"path.wifi.queue": "5 apples"}, "path[0].queue ('wifi'): bad queue limit '5 apples'"),
         ({"path.wifi.queue": "0pkt"}, "path[0].queue ('wifi'): queue must be > 0"),
-        ({"path.wifi.delay_up": "30ms"}, "path[0].rtt ('wifi'): rtt 20ms is smaller than"),
+        ({"path.wifi.delay_up": "-1ms"}, "path[0].delay_up ('wifi'): delay_up must be >= 0"),
         ({"connection.sndbuf": "6MB6"}, "connection.sndbuf: bad size '6MB6'"),
         ({"connection.rcvbuf": 0}, "connection.rcvbuf: rcvbuf must be > 0, got 0"),
         ({"connection.scheduler": "nope"}, "connection.scheduler: unknown scheduler 'nope'"),

@@ -502,6 +502,32 @@ def _find_path(raw: dict[str, Any], name: str, where: str) -> dict[str, Any]:
     raise ScenarioError(f"{where}: no path named {name!r} (paths: {known})")
 
 
+def _set_path_key(path: dict[str, Any], key: str, value: Any) -> None:
+    """Set one key of a raw path; a new delay replaces the other way of giving the delays.
+
+    ``rtt`` drops ``delay_up``/``delay_down``; a one-way delay drops ``rtt`` and keeps the other
+    direction's current delay, so that ``path.lte.delay_up=...`` changes only the ACK direction.
+    """
+    if key == "rtt":
+        path.pop("delay_up", None)
+        path.pop("delay_down", None)
+    elif key in ("delay_up", "delay_down") and "rtt" in path:
+        other = "delay_down" if key == "delay_up" else "delay_up"
+        try:
+            up, down = _resolve_delays(
+                parse_duration(path["rtt"]),
+                None if path.get("delay_up") is None else parse_duration(path["delay_up"]),
+                None if path.get("delay_down") is None else parse_duration(path["delay_down"]),
+                partial=False,
+            )
+        except ValueError:
+            pass  # leave the path as it is: validation reports the problem
+        else:
+            del path["rtt"]
+            path[other] = f"{down if other == 'delay_down' else up}ns"
+    path[key] = value
+
+
 def apply_overrides(
     raw: dict[str, Any], overrides: Mapping[str, Any], label: str = "override"
 ) -> dict[str, Any]:
@@ -524,7 +550,7 @@ def apply_overrides(
         elif head == "path" and len(rest) == 2:
             if rest[1] not in PathSpec.model_fields:
                 raise ScenarioError(f"{where}: unknown key")
-            _find_path(raw, rest[0], where)[rest[1]] = value
+            _set_path_key(_find_path(raw, rest[0], where), rest[1], value)
         elif head == "path" and len(rest) < 2:
             raise ScenarioError(f"{where}: expected path.NAME.KEY, e.g. path.lte.rtt")
         else:
