@@ -1,0 +1,238 @@
+//! The receiving host's MPTCP connection: subflow reassembly feeds a connection-level reorder
+//! queue; one receive buffer is shared by all subflows (RFC 8684 3.3.4).
+//!
+//! - The application reads in-order data at once; out-of-order data waits in the reorder
+//!   queue (and, below a subflow-level hole, in the subflow's queue) and counts against
+//!   `rcvbuf`. The advertised window is the free space, relative to the Data ACK; its right
+//!   edge never moves left (RFC 9293 3.8.6.2.2, Linux `tcp_select_window`).
+//! - Every ACK carries the cumulative Data ACK (RFC 8684 3.3.2).
+//! - Filling a connection-level hole frees much of the buffer at once; the window update goes
+//!   out at once, like Linux's `tcp_cleanup_rbuf` after a large read.
+//! - Data beyond the window is dropped (and ACKed), as Linux does when the buffer is full.
+
+use crate::conn::stats::Histogram;
+use crate::packet::{Ack, Packet, Payload, SackBlock, MAX_SACK_BLOCKS};
+use crate::subflow::rx::{AckNeed, RxSeg};
+use crate::subflow::SubflowRx;
+use crate::time::Time;
+use crate::trace::DeliveryTrace;
+use crate::units::{wire, Bytes};
+use std::collections::VecDeque;
+
+const MSS: u64 = wire::MSS as u64;
+
+#[derive(Clone, Debug)]
+pub struct ReceiverConfig {
+    pub mptcp: bool,
+    pub rcvbuf: Bytes,
+    pub subflows: usize,
+    /// Bytes expected in all (a file); `None` for bulk.
+    pub total: Option<Bytes>,
+    pub trace: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Held {
+    len: u32,
+    arrival: Time,
+    subflow: u8,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct ReceiverStats {
+    pub delivered_bytes: u64,
+    /// Bytes delivered to the application, by the subflow their delivered copy came on.
+    pub delivered_by_subflow: Vec<u64>,
+    /// Per data segment: delivery to the application minus first arrival (ns).
+    pub ooo_delay_ns: Histogram,
+    pub duplicate_segments: u64,
+    pub beyond_window_drops: u64,
+    pub acks_sent: u64,
+    /// Peak bytes held out of order.
+    pub peak_held_bytes: u64,
+}
+
+pub struct Receiver {
+    cfg: ReceiverConfig,
+    subflows: Vec<SubflowRx>,
+    data_rcv_nxt: u64,
+    /// Connection-level out-of-order queue; index = dseq - data_rcv_nxt - 1.
+    ooo: VecDeque<Option<Held>>,
+    ooo_count: u64,
+    ooo_bytes: u64,
+    right_edge: u64,
+    out: VecDeque<Packet>,
+    complete_at: Option<Time>,
+    pub stats: ReceiverStats,
+    pub trace: Option<DeliveryTrace>,
+}
+
+impl Receiver {
+    pub fn new(cfg: ReceiverConfig) -> Receiver {
+        let subflows = (0..cfg.subflows).map(|i| SubflowRx::new(i as u8)).collect();
+        Receiver {
+            right_edge: cfg.rcvbuf.0,
+            stats: ReceiverStats {
+                delivered_by_subflow: vec![0; cfg.subflows],
+                ..Default::default()
+            },
+            trace: cfg.trace.then(DeliveryTrace::default),
+            cfg,
+            subflows,
+            data_rcv_nxt: 0,
+            ooo: VecDeque::new(),
+            ooo_count: 0,
+            ooo_bytes: 0,
+            out: VecDeque::new(),
+            complete_at: None,
+        }
+    }
+
+    pub fn data_rcv_nxt(&self) -> u64 {
+        self.data_rcv_nxt
+    }
+    pub fn complete_at(&self) -> Option<Time> {
+        self.complete_at
+    }
+    pub fn subflows(&self) -> &[SubflowRx] {
+        &self.subflows
+    }
+    /// Bytes held out of order, at both levels.
+    pub fn held_bytes(&self) -> u64 {
+        self.ooo_bytes + self.subflows.iter().map(|s| s.ooo_bytes()).sum::<u64>()
+    }
+    /// The window this receiver advertises now.
+    pub fn rwnd(&self) -> u64 {
+        self.right_edge - self.data_rcv_nxt * MSS
+    }
+
+    pub fn handle_data(&mut self, now: Time, pkt: &Packet) {
+        let Payload::Data(seg) = pkt.payload else {
+            return;
+        };
+        let i = pkt.subflow as usize;
+        if i >= self.subflows.len() {
+            return;
+        }
+        if seg.probe {
+            self.send_ack(i);
+            return;
+        }
+        if seg.dseq >= self.data_rcv_nxt && seg.dseq * MSS + seg.len as u64 > self.right_edge {
+            self.stats.beyond_window_drops += 1;
+            self.send_ack(i);
+            return;
+        }
+        let need = self.subflows[i].on_segment(now, &seg);
+        let mut filled_hole = false;
+        while let Some(rx) = self.subflows[i].poll_in_order() {
+            filled_hole |= self.deliver(now, i as u8, rx);
+        }
+        self.update_window();
+        if need == AckNeed::Now || filled_hole {
+            self.send_ack(i);
+        }
+    }
+
+    /// Takes a segment that is in order at subflow level. Returns whether it filled a hole of
+    /// the connection-level reorder queue.
+    fn deliver(&mut self, now: Time, sf: u8, rx: RxSeg) -> bool {
+        let held = Held {
+            len: rx.len,
+            arrival: rx.arrival,
+            subflow: sf,
+        };
+        if rx.dseq < self.data_rcv_nxt {
+            self.stats.duplicate_segments += 1;
+            return false;
+        }
+        if rx.dseq > self.data_rcv_nxt {
+            let idx = (rx.dseq - self.data_rcv_nxt - 1) as usize;
+            if self.ooo.len() <= idx {
+                self.ooo.resize(idx + 1, None);
+            }
+            if self.ooo[idx].is_some() {
+                self.stats.duplicate_segments += 1;
+            } else {
+                self.ooo[idx] = Some(held);
+                self.ooo_count += 1;
+                self.ooo_bytes += rx.len as u64;
+            }
+            return false;
+        }
+        let had_hole = self.ooo_count > 0;
+        self.to_application(now, held);
+        if had_hole {
+            while let Some(front) = self.ooo.pop_front() {
+                let Some(h) = front else { break };
+                self.ooo_count -= 1;
+                self.ooo_bytes -= h.len as u64;
+                self.to_application(now, h);
+            }
+        }
+        had_hole
+    }
+
+    fn to_application(&mut self, now: Time, h: Held) {
+        self.data_rcv_nxt += 1;
+        self.stats.delivered_bytes += h.len as u64;
+        self.stats.delivered_by_subflow[h.subflow as usize] += h.len as u64;
+        self.stats.ooo_delay_ns.record((now - h.arrival).as_nanos());
+        if let Some(t) = self.trace.as_mut() {
+            t.subflow.push(h.subflow);
+            t.len_bytes.push(h.len);
+            t.first_received_ns.push(h.arrival.as_nanos());
+            t.delivered_ns.push(now.as_nanos());
+        }
+        if self.complete_at.is_none()
+            && self
+                .cfg
+                .total
+                .is_some_and(|t| self.stats.delivered_bytes >= t.0)
+        {
+            self.complete_at = Some(now);
+        }
+    }
+
+    fn update_window(&mut self) {
+        let held = self.held_bytes();
+        self.stats.peak_held_bytes = self.stats.peak_held_bytes.max(held);
+        let free = self.cfg.rcvbuf.0.saturating_sub(held);
+        self.right_edge = self.right_edge.max(self.data_rcv_nxt * MSS + free);
+    }
+
+    fn send_ack(&mut self, i: usize) {
+        let sf = &mut self.subflows[i];
+        let mut sack = [SackBlock { start: 0, end: 0 }; MAX_SACK_BLOCKS];
+        let blocks = sf.sack_blocks();
+        sack[..blocks.len()].copy_from_slice(blocks);
+        let ack = Ack {
+            ack: sf.rcv_nxt(),
+            sack,
+            sack_len: blocks.len() as u8,
+            data_ack: self.data_rcv_nxt,
+            rwnd: self.right_edge - self.data_rcv_nxt * MSS,
+            ts_ecr: sf.ts_recent(),
+        };
+        sf.on_ack_sent();
+        self.stats.acks_sent += 1;
+        self.out
+            .push_back(Packet::ack(i as u8, ack, self.cfg.mptcp));
+    }
+
+    pub fn handle_timeout(&mut self, now: Time) {
+        for i in 0..self.subflows.len() {
+            if self.subflows[i].on_delack_timer(now) {
+                self.send_ack(i);
+            }
+        }
+    }
+
+    pub fn poll_timeout(&self) -> Option<Time> {
+        self.subflows.iter().filter_map(|s| s.delack_at()).min()
+    }
+
+    pub fn poll_transmit(&mut self) -> Option<Packet> {
+        self.out.pop_front()
+    }
+}

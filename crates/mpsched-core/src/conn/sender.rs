@@ -1,0 +1,522 @@
+//! The sending host's MPTCP connection: the application's byte stream split into data
+//! segments, the connection-level send window, the subflows and the scheduler.
+//!
+//! - RFC 8684 3.3: every data segment has a data sequence number; a Data ACK acknowledges the
+//!   stream cumulatively; the receive window is relative to the Data ACK (3.3.4) and shared by
+//!   all subflows; the window's right edge never moves left (RFC 7323 2.4 / RFC 9293 3.8.6).
+//! - `sndbuf`: the application keeps at most `sndbuf` bytes written and not yet Data-ACKed.
+//! - RFC 8684 3.3.6 reinjection: data outstanding on a subflow that timed out is queued to be
+//!   sent again on another one (the out-of-tree kernel's `mptcp_reinject_data`).
+//! - A subflow only joins once its handshake is done (RFC 8684 3.2: MP_JOIN after the first
+//!   subflow is up); the handshake RTT is the subflow's first RTT sample, as in the kernel.
+//! - A persist timer (RFC 9293 3.8.6.1) probes a closed window when nothing is in flight.
+//!
+//! Sans-IO: `handle_ack` and `handle_timeout` take input, `poll_transmit` yields packets,
+//! `poll_timeout` says when to call again.
+
+use crate::cc::{CcState, CongestionControl};
+use crate::conn::stats::Histogram;
+use crate::packet::{Ack, DataSeg, Packet, Payload};
+use crate::sched::{Decision, Reason, SchedCtx, Scheduler, SubflowSet, SubflowView};
+use crate::subflow::SubflowTx;
+use crate::time::{Dur, Time};
+use crate::trace::{AckTrace, SentTrace};
+use crate::units::{wire, Bytes};
+use std::collections::VecDeque;
+
+const MSS: u64 = wire::MSS as u64;
+
+#[derive(Clone, Debug)]
+pub struct SubflowConfig {
+    /// When the server may first send on this subflow.
+    pub established_at: Time,
+    /// The RTT the handshake measured.
+    pub handshake_rtt: Dur,
+    pub backup: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct SenderConfig {
+    pub mptcp: bool,
+    pub sndbuf: Bytes,
+    /// The peer's receive buffer, the window before the first ACK.
+    pub initial_rwnd: Bytes,
+    /// Bytes to send in all; `None` is an endless bulk transfer.
+    pub total: Option<Bytes>,
+    pub subflows: Vec<SubflowConfig>,
+    pub trace: bool,
+}
+
+/// Connection-level state of one data segment.
+#[derive(Clone, Copy, Debug)]
+pub struct DataSegState {
+    pub len: u32,
+    pub sent_on: SubflowSet,
+    pub first_sent: Time,
+    pub transmissions: u16,
+    queued_for_reinjection: bool,
+}
+
+/// The data the application has written and the peer has not Data-ACKed.
+pub struct DataQueue {
+    una: u64,
+    segs: VecDeque<DataSegState>,
+    /// No never-sent segment lies below this.
+    first_unsent: u64,
+    /// Right edge of the peer's receive window, in bytes of the data sequence space.
+    right_edge: u64,
+    sndbuf_segs: u64,
+    total_segs: Option<u64>,
+    last_len: u32,
+}
+
+impl DataQueue {
+    fn new(sndbuf: Bytes, total: Option<Bytes>, rwnd: Bytes) -> DataQueue {
+        let total_segs = total.map(|b| b.0.div_ceil(MSS));
+        let last_len = total.map_or(wire::MSS, |b| match b.0 % MSS {
+            0 => wire::MSS,
+            r => r as u32,
+        });
+        DataQueue {
+            una: 0,
+            segs: VecDeque::new(),
+            first_unsent: 0,
+            right_edge: rwnd.0,
+            sndbuf_segs: (sndbuf.0 / MSS).max(1),
+            total_segs,
+            last_len,
+        }
+    }
+
+    pub fn una(&self) -> u64 {
+        self.una
+    }
+    pub fn written_end(&self) -> u64 {
+        self.una + self.segs.len() as u64
+    }
+    pub fn get(&self, dseq: u64) -> Option<&DataSegState> {
+        dseq.checked_sub(self.una)
+            .and_then(|i| self.segs.get(i as usize))
+    }
+    fn get_mut(&mut self, dseq: u64) -> Option<&mut DataSegState> {
+        dseq.checked_sub(self.una)
+            .and_then(|i| self.segs.get_mut(i as usize))
+    }
+    pub fn unsent(&self) -> impl Iterator<Item = u64> + '_ {
+        let from = self.first_unsent.max(self.una);
+        (from..self.written_end())
+            .filter(|&d| self.segs[(d - self.una) as usize].sent_on.is_empty())
+    }
+    pub fn in_window(&self, dseq: u64) -> bool {
+        let len = self.get(dseq).map_or(wire::MSS, |s| s.len) as u64;
+        dseq * MSS + len <= self.right_edge
+    }
+    pub fn sndbuf_full(&self) -> bool {
+        self.segs.len() as u64 >= self.sndbuf_segs
+    }
+    pub fn right_edge(&self) -> u64 {
+        self.right_edge
+    }
+    /// Every byte has been written and Data-ACKed.
+    pub fn finished(&self) -> bool {
+        self.total_segs.is_some_and(|t| self.una >= t)
+    }
+
+    /// The application writes as much as the send buffer allows.
+    fn write(&mut self) {
+        let mut end = self.una + self.sndbuf_segs;
+        if let Some(t) = self.total_segs {
+            end = end.min(t);
+        }
+        while self.written_end() < end {
+            let dseq = self.written_end();
+            let len = if Some(dseq + 1) == self.total_segs {
+                self.last_len
+            } else {
+                wire::MSS
+            };
+            self.segs.push_back(DataSegState {
+                len,
+                sent_on: SubflowSet::EMPTY,
+                first_sent: Time::ZERO,
+                transmissions: 0,
+                queued_for_reinjection: false,
+            });
+        }
+    }
+}
+
+/// What the scheduler may change besides its decision.
+#[derive(Default)]
+pub struct Shared {
+    pub reinject: VecDeque<u64>,
+    pub penalize: Vec<usize>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct SubflowAckStats {
+    pub acks: u64,
+    pub free_cwnd_sum: u64,
+    pub free_cwnd_peak: u32,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct SenderStats {
+    /// Data segments acknowledged by each Data ACK that advanced.
+    pub data_ack_steps: Histogram,
+    pub opportunistic_retransmits: u64,
+    pub reinjections: u64,
+    pub redundant: u64,
+    pub window_probes: u64,
+    /// Decisions the connection refused (a scheduler bug, e.g. a subflow without space).
+    pub sched_rejects: u64,
+    pub per_subflow: Vec<SubflowAckStats>,
+}
+
+pub struct Sender {
+    cfg: SenderConfig,
+    subflows: Vec<SubflowTx>,
+    cc: Box<dyn CongestionControl>,
+    sched: Box<dyn Scheduler>,
+    data: DataQueue,
+    shared: Shared,
+    out: VecDeque<Packet>,
+    probe_at: Option<Time>,
+    last_push: Time,
+    views: Vec<SubflowView>,
+    cc_scratch: Vec<CcState>,
+    pub stats: SenderStats,
+    pub ack_trace: Option<AckTrace>,
+    pub sent_trace: Option<SentTrace>,
+}
+
+impl Sender {
+    pub fn new(
+        cfg: SenderConfig,
+        mut cc: Box<dyn CongestionControl>,
+        sched: Box<dyn Scheduler>,
+        now: Time,
+    ) -> Sender {
+        assert!(!cfg.subflows.is_empty() && cfg.subflows.len() <= 32);
+        let subflows = cfg
+            .subflows
+            .iter()
+            .enumerate()
+            .map(|(i, sc)| {
+                let mut sf = SubflowTx::new(i as u8, sc.established_at);
+                sf.seed_rtt(sc.handshake_rtt);
+                cc.init(i, &mut sf.cc, now);
+                sf
+            })
+            .collect::<Vec<_>>();
+        let mut data = DataQueue::new(cfg.sndbuf, cfg.total, cfg.initial_rwnd);
+        data.write();
+        let n = subflows.len();
+        Sender {
+            stats: SenderStats {
+                per_subflow: vec![SubflowAckStats::default(); n],
+                ..Default::default()
+            },
+            ack_trace: cfg.trace.then(AckTrace::default),
+            sent_trace: cfg.trace.then(SentTrace::default),
+            cfg,
+            subflows,
+            cc,
+            sched,
+            data,
+            shared: Shared::default(),
+            out: VecDeque::new(),
+            probe_at: None,
+            last_push: Time::ZERO,
+            views: Vec::with_capacity(n),
+            cc_scratch: Vec::with_capacity(n),
+        }
+    }
+
+    // ----- getters -----
+
+    pub fn subflows(&self) -> &[SubflowTx] {
+        &self.subflows
+    }
+    pub fn data(&self) -> &DataQueue {
+        &self.data
+    }
+    pub fn scheduler_name(&self) -> &'static str {
+        self.sched.name()
+    }
+    fn established(&self, i: usize, now: Time) -> bool {
+        now >= self.cfg.subflows[i].established_at
+    }
+
+    // ----- input -----
+
+    /// Starts the transfer (the request reached the server).
+    pub fn start(&mut self, now: Time) {
+        self.push(now);
+    }
+
+    pub fn handle_ack(&mut self, now: Time, pkt: &Packet) {
+        let Payload::Ack(ack) = pkt.payload else {
+            return;
+        };
+        let i = pkt.subflow as usize;
+        if i >= self.subflows.len() {
+            return;
+        }
+        self.snapshot_cc();
+        self.subflows[i].on_ack(now, &ack, self.cc.as_mut(), &self.cc_scratch);
+        let step = self.on_data_ack(now, &ack);
+
+        let sf = &self.subflows[i];
+        let free = sf.cwnd_space();
+        let st = &mut self.stats.per_subflow[i];
+        st.acks += 1;
+        st.free_cwnd_sum += free as u64;
+        st.free_cwnd_peak = st.free_cwnd_peak.max(free);
+        if let Some(t) = self.ack_trace.as_mut() {
+            t.t_ns.push(now.as_nanos());
+            t.subflow.push(i as u8);
+            t.data_ack_bytes.push(ack.data_ack * MSS);
+            t.data_ack_step_bytes.push(step * MSS);
+            t.cwnd_segments.push(sf.cwnd());
+            t.in_flight_segments.push(sf.in_flight());
+            t.free_cwnd_segments.push(free);
+            t.srtt_ns.push(sf.srtt().as_nanos());
+        }
+        self.push(now);
+    }
+
+    /// RFC 8684 3.3.2: a Data ACK frees the send buffer and moves the window.
+    fn on_data_ack(&mut self, now: Time, ack: &Ack) -> u64 {
+        // The right edge never moves left, and ACKs from different subflows arrive out of
+        // order: keep the largest.
+        let edge = ack.data_ack * MSS + ack.rwnd;
+        self.data.right_edge = self.data.right_edge.max(edge);
+        let target = ack.data_ack.min(self.data.written_end());
+        if target <= self.data.una {
+            return 0;
+        }
+        let step = target - self.data.una;
+        let left_edge = self
+            .data
+            .segs
+            .front()
+            .map_or(SubflowSet::EMPTY, |s| s.sent_on);
+        for _ in 0..step {
+            let s = self.data.segs.pop_front().expect("written segment");
+            if let Some(t) = self.sent_trace.as_mut() {
+                t.first_sent_ns.push(s.first_sent.as_nanos());
+                t.transmissions.push(s.transmissions);
+            }
+        }
+        self.data.una = target;
+        self.stats.data_ack_steps.record(step);
+        self.sched.on_data_ack(now, step, left_edge);
+        self.data.write();
+        step
+    }
+
+    pub fn handle_timeout(&mut self, now: Time) {
+        for i in 0..self.subflows.len() {
+            if self.subflows[i].rto_at().is_some_and(|t| t <= now) {
+                self.snapshot_cc();
+                self.subflows[i].on_rto(now, self.cc.as_mut(), &self.cc_scratch);
+                if self.cfg.mptcp && self.subflows.len() > 1 {
+                    self.queue_reinjection(i);
+                }
+            }
+        }
+        if self.probe_at.is_some_and(|t| t <= now) {
+            self.probe_at = None;
+            self.send_probe(now);
+        }
+        self.push(now);
+    }
+
+    /// RFC 8684 3.3.6: what the timed-out subflow still holds may go on another subflow.
+    fn queue_reinjection(&mut self, i: usize) {
+        let una = self.data.una;
+        let dseqs: Vec<u64> = self.subflows[i]
+            .outstanding()
+            .filter(|(_, s)| !s.sacked && s.dseq >= una)
+            .map(|(_, s)| s.dseq)
+            .collect();
+        for d in dseqs {
+            if let Some(s) = self.data.get_mut(d) {
+                if !s.queued_for_reinjection {
+                    s.queued_for_reinjection = true;
+                    self.shared.reinject.push_back(d);
+                }
+            }
+        }
+    }
+
+    fn send_probe(&mut self, now: Time) {
+        let Some(i) = (0..self.subflows.len())
+            .filter(|&i| self.established(i, now))
+            .min_by_key(|&i| (self.subflows[i].srtt(), i))
+        else {
+            return;
+        };
+        let sf = &self.subflows[i];
+        let seg = DataSeg {
+            seq: sf.snd_nxt(),
+            dseq: self.data.written_end(),
+            len: 0,
+            ts_val: now,
+            probe: true,
+        };
+        self.stats.window_probes += 1;
+        self.out.push_back(Packet::data(i as u8, seg));
+    }
+
+    // ----- output -----
+
+    pub fn poll_transmit(&mut self) -> Option<Packet> {
+        self.out.pop_front()
+    }
+
+    pub fn poll_timeout(&self) -> Option<Time> {
+        let rto = self.subflows.iter().filter_map(|s| s.rto_at()).min();
+        let join = self
+            .cfg
+            .subflows
+            .iter()
+            .map(|s| s.established_at)
+            .filter(|&t| t > self.last_push && !self.data.finished())
+            .min();
+        [rto, join, self.probe_at].into_iter().flatten().min()
+    }
+
+    // ----- sending -----
+
+    fn snapshot_cc(&mut self) {
+        self.cc_scratch.clear();
+        self.cc_scratch
+            .extend(self.subflows.iter().map(|s| s.cc_snapshot()));
+    }
+
+    fn refresh_views(&mut self, now: Time) {
+        self.views.clear();
+        for (i, sf) in self.subflows.iter().enumerate() {
+            let est = now >= self.cfg.subflows[i].established_at;
+            self.views
+                .push(SubflowView::of(sf, est, self.cfg.subflows[i].backup));
+        }
+    }
+
+    /// Sends what the windows allow: subflow-level retransmissions first, then whatever the
+    /// scheduler decides, until it declines or no subflow has room.
+    fn push(&mut self, now: Time) {
+        self.last_push = now;
+        for i in 0..self.subflows.len() {
+            if !self.established(i, now) {
+                continue;
+            }
+            while self.subflows[i].cwnd_space() > 0 {
+                let Some(seq) = self.subflows[i].next_retransmit() else {
+                    break;
+                };
+                let seg = self.subflows[i].transmit_retransmit(now, seq, self.cc.as_mut());
+                self.out.push_back(Packet::data(i as u8, seg));
+            }
+        }
+
+        let mut guard = 0u32;
+        loop {
+            self.refresh_views(now);
+            if !self.views.iter().any(|v| v.cwnd_space > 0) {
+                break;
+            }
+            let decision = {
+                let mut ctx = SchedCtx::new(now, &self.views, &self.data, &mut self.shared);
+                self.sched.next(&mut ctx)
+            };
+            for sf in std::mem::take(&mut self.shared.penalize) {
+                if sf < self.subflows.len() {
+                    self.subflows[sf].penalize(now);
+                }
+            }
+            let Some(d) = decision else { break };
+            if !self.valid(&d) {
+                self.stats.sched_rejects += 1;
+                debug_assert!(
+                    false,
+                    "scheduler {} made an invalid decision {d:?}",
+                    self.sched.name()
+                );
+                break;
+            }
+            self.send(now, d);
+            guard += 1;
+            if guard > 1_000_000 {
+                break;
+            }
+        }
+
+        let pending = self.data.unsent().next();
+        let has_data = pending.is_some_and(|d| self.data.in_window(d));
+        for sf in self.subflows.iter_mut() {
+            sf.cwnd_validate(has_data);
+        }
+        // Persist timer: data waits for the window and nothing in flight will bring an ACK.
+        let idle = self.subflows.iter().all(|s| s.packets_out() == 0);
+        if pending.is_some() && !has_data && idle {
+            if self.probe_at.is_none() {
+                let rto = self.subflows[0].rtt().rto();
+                self.probe_at = Some(now + rto);
+            }
+        } else {
+            self.probe_at = None;
+        }
+    }
+
+    fn valid(&self, d: &Decision) -> bool {
+        if d.subflows.is_empty() || d.dseq < self.data.una || d.dseq >= self.data.written_end() {
+            return false;
+        }
+        if !self.data.in_window(d.dseq) {
+            return false;
+        }
+        d.subflows.iter().all(|i| {
+            i < self.views.len() && self.views[i].established && self.views[i].cwnd_space > 0
+        })
+    }
+
+    fn send(&mut self, now: Time, d: Decision) {
+        let len = self.data.get(d.dseq).expect("validated").len;
+        for i in d.subflows.iter() {
+            let seg = self.subflows[i].transmit_new(now, d.dseq, len, self.cc.as_mut());
+            self.out.push_back(Packet::data(i as u8, seg));
+            let s = self.data.get_mut(d.dseq).expect("validated");
+            if s.transmissions == 0 {
+                s.first_sent = now;
+            }
+            s.transmissions = s.transmissions.saturating_add(1);
+            s.sent_on.insert(i);
+        }
+        match d.reason {
+            Reason::New => {}
+            Reason::Reinjection => self.stats.reinjections += 1,
+            Reason::Opportunistic => self.stats.opportunistic_retransmits += 1,
+            Reason::Redundant => self.stats.redundant += 1,
+        }
+        if d.reason == Reason::Reinjection {
+            self.shared.reinject.retain(|&x| x != d.dseq);
+        }
+        // Drop what has been Data-ACKed from the reinjection queue.
+        let una = self.data.una;
+        while self.shared.reinject.front().is_some_and(|&x| x < una) {
+            self.shared.reinject.pop_front();
+        }
+        if d.dseq == self.data.first_unsent.max(una) {
+            let mut f = d.dseq + 1;
+            while f < self.data.written_end()
+                && !self.data.get(f).expect("in range").sent_on.is_empty()
+            {
+                f += 1;
+            }
+            self.data.first_unsent = f;
+        }
+    }
+}

@@ -1,0 +1,312 @@
+//! One direction of a path: Bernoulli loss, a FIFO drop-tail queue, a serializer at the
+//! bottleneck rate, then a propagation delay line.
+//!
+//! Sans-IO: `enqueue` takes a packet, `poll_at` tells when the next packet leaves the delay
+//! line, `poll_deliver` hands it over. Internally only the head of each stage matters, so a
+//! driver needs to keep just one pending event per link (the htsim pattern).
+
+use crate::packet::Packet;
+use crate::rng::Rng;
+use crate::time::{Dur, Time};
+use crate::units::Rate;
+use std::collections::VecDeque;
+
+/// How the drop-tail limit of a queue is expressed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum QueueLimit {
+    Bytes(u64),
+    Packets(u64),
+    /// A time at the link rate; converted to bytes, again whenever the rate changes.
+    Time(Dur),
+}
+
+#[derive(Clone, Debug)]
+pub struct LinkConfig {
+    pub rate: Rate,
+    pub delay: Dur,
+    pub queue: QueueLimit,
+    pub loss: f64,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LinkStats {
+    pub enqueued: u64,
+    pub queue_drops: u64,
+    pub random_drops: u64,
+    pub delivered: u64,
+    pub bytes_delivered: u64,
+}
+
+/// Why `enqueue` did not accept a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Drop {
+    Random,
+    QueueFull,
+}
+
+pub struct Link {
+    rate: Rate,
+    delay: Dur,
+    limit: QueueLimit,
+    loss: f64,
+    rng: Rng,
+    /// Packets waiting or in service; the head is on the wire until `busy_until`.
+    queue: VecDeque<Packet>,
+    queued_bytes: u64,
+    /// When the head of `queue` finishes serialization (meaningful if the queue is non-empty).
+    head_done: Time,
+    /// Packets propagating, with their arrival times (non-decreasing: a link never reorders).
+    pipe: VecDeque<(Time, Packet)>,
+    stats: LinkStats,
+}
+
+impl Link {
+    pub fn new(cfg: &LinkConfig, rng: Rng) -> Link {
+        assert!(cfg.rate.bps > 0, "link rate must be positive");
+        Link {
+            rate: cfg.rate,
+            delay: cfg.delay,
+            limit: cfg.queue,
+            loss: cfg.loss,
+            rng,
+            queue: VecDeque::new(),
+            queued_bytes: 0,
+            head_done: Time::ZERO,
+            pipe: VecDeque::new(),
+            stats: LinkStats::default(),
+        }
+    }
+
+    pub fn stats(&self) -> &LinkStats {
+        &self.stats
+    }
+    pub fn rate(&self) -> Rate {
+        self.rate
+    }
+    pub fn delay(&self) -> Dur {
+        self.delay
+    }
+    /// Bytes waiting in the queue, the one being serialized included.
+    pub fn backlog_bytes(&self) -> u64 {
+        self.queued_bytes
+    }
+
+    fn limit_bytes(&self) -> Option<u64> {
+        match self.limit {
+            QueueLimit::Bytes(b) => Some(b),
+            QueueLimit::Packets(_) => None,
+            QueueLimit::Time(d) => Some(self.rate.bytes_in(d)),
+        }
+    }
+
+    /// Offers a packet to the link at `now`. Loss is drawn first (as netem does at enqueue),
+    /// then the drop-tail limit is checked against the backlog (a bfifo/pfifo qdisc's test:
+    /// the packet in service counts, as it is still in the device queue).
+    pub fn enqueue(&mut self, now: Time, pkt: Packet) -> Result<(), Drop> {
+        self.advance(now);
+        if self.rng.chance(self.loss) {
+            self.stats.random_drops += 1;
+            return Err(Drop::Random);
+        }
+        let fits = match self.limit {
+            QueueLimit::Packets(n) => (self.queue.len() as u64) < n.max(1),
+            _ => {
+                // A queue always admits a packet when it is empty, whatever its byte limit,
+                // so that a limit below one MTU means "no buffering" rather than "no link".
+                self.queue.is_empty()
+                    || self.queued_bytes + pkt.wire_len as u64 <= self.limit_bytes().unwrap_or(0)
+            }
+        };
+        if !fits {
+            self.stats.queue_drops += 1;
+            return Err(Drop::QueueFull);
+        }
+        self.stats.enqueued += 1;
+        if self.queue.is_empty() {
+            self.head_done = now + self.rate.tx_time(pkt.wire_len as u64);
+        }
+        self.queued_bytes += pkt.wire_len as u64;
+        self.queue.push_back(pkt);
+        Ok(())
+    }
+
+    /// Moves every packet whose serialization has finished by `now` into the delay line.
+    fn advance(&mut self, now: Time) {
+        while !self.queue.is_empty() && self.head_done <= now {
+            let done = self.head_done;
+            let pkt = self.queue.pop_front().expect("non-empty");
+            self.queued_bytes -= pkt.wire_len as u64;
+            let last = self.pipe.back().map_or(Time::ZERO, |&(t, _)| t);
+            self.pipe.push_back(((done + self.delay).max(last), pkt));
+            if let Some(next) = self.queue.front() {
+                self.head_done = done + self.rate.tx_time(next.wire_len as u64);
+            }
+        }
+    }
+
+    /// When this link next needs the driver: the next arrival at the far end, or the next
+    /// end of serialization (which feeds the delay line).
+    pub fn poll_at(&self) -> Option<Time> {
+        let arrival = self.pipe.front().map(|&(t, _)| t);
+        let serial = (!self.queue.is_empty()).then_some(self.head_done);
+        match (arrival, serial) {
+            (Some(a), Some(s)) => Some(a.min(s + self.delay)),
+            (Some(a), None) => Some(a),
+            (None, Some(s)) => Some(s + self.delay),
+            (None, None) => None,
+        }
+    }
+
+    /// The next packet that has reached the far end by `now`, if any.
+    pub fn poll_deliver(&mut self, now: Time) -> Option<Packet> {
+        self.advance(now);
+        match self.pipe.front() {
+            Some(&(t, _)) if t <= now => {
+                let (_, pkt) = self.pipe.pop_front().expect("non-empty");
+                self.stats.delivered += 1;
+                self.stats.bytes_delivered += pkt.wire_len as u64;
+                Some(pkt)
+            }
+            _ => None,
+        }
+    }
+
+    /// Changes the rate from `now` on; the packet in service finishes at the old rate.
+    pub fn set_rate(&mut self, now: Time, rate: Rate) {
+        assert!(rate.bps > 0, "link rate must be positive");
+        self.advance(now);
+        self.rate = rate;
+    }
+
+    /// Changes the propagation delay of packets that leave the serializer from `now` on.
+    /// Packets never overtake each other: a shorter delay waits behind earlier packets.
+    pub fn set_delay(&mut self, now: Time, delay: Dur) {
+        self.advance(now);
+        self.delay = delay;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::{DataSeg, Packet};
+
+    fn pkt(seq: u64, len: u32) -> Packet {
+        Packet::data(
+            0,
+            DataSeg {
+                seq,
+                dseq: seq,
+                len,
+                ts_val: Time::ZERO,
+                probe: false,
+            },
+        )
+    }
+
+    fn link(queue: QueueLimit, loss: f64) -> Link {
+        Link::new(
+            &LinkConfig {
+                rate: Rate::mbps(30),
+                delay: Dur::from_millis(10),
+                queue,
+                loss,
+            },
+            Rng::new(1, 1),
+        )
+    }
+
+    fn drain(l: &mut Link) -> Vec<(Time, u64)> {
+        let mut out = vec![];
+        while let Some(t) = l.poll_at() {
+            while let Some(p) = l.poll_deliver(t) {
+                if let crate::packet::Payload::Data(d) = p.payload {
+                    out.push((t, d.seq));
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn serialization_then_propagation() {
+        let mut l = link(QueueLimit::Packets(100), 0.0);
+        for i in 0..3 {
+            l.enqueue(Time::ZERO, pkt(i, 1448)).unwrap();
+        }
+        let got = drain(&mut l);
+        // 1500 B at 30 Mbit/s = 400 us each, then 10 ms.
+        let want: Vec<_> = (0..3u64)
+            .map(|i| (Time((i + 1) * 400_000 + 10_000_000), i))
+            .collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn drop_tail_in_packets_and_bytes_and_time() {
+        let mut l = link(QueueLimit::Packets(2), 0.0);
+        assert!(l.enqueue(Time::ZERO, pkt(0, 1448)).is_ok());
+        assert!(l.enqueue(Time::ZERO, pkt(1, 1448)).is_ok());
+        assert_eq!(l.enqueue(Time::ZERO, pkt(2, 1448)), Err(Drop::QueueFull));
+        let mut l = link(QueueLimit::Bytes(3000), 0.0);
+        assert!(l.enqueue(Time::ZERO, pkt(0, 1448)).is_ok());
+        assert!(l.enqueue(Time::ZERO, pkt(1, 1448)).is_ok());
+        assert_eq!(l.enqueue(Time::ZERO, pkt(2, 1448)), Err(Drop::QueueFull));
+        // 1 ms at 30 Mbit/s = 3750 B: two full packets fit, a third does not.
+        let mut l = link(QueueLimit::Time(Dur::from_millis(1)), 0.0);
+        assert!(l.enqueue(Time::ZERO, pkt(0, 1448)).is_ok());
+        assert!(l.enqueue(Time::ZERO, pkt(1, 1448)).is_ok());
+        assert_eq!(l.enqueue(Time::ZERO, pkt(2, 1448)), Err(Drop::QueueFull));
+        // Once the head has left, there is room again.
+        assert!(l.enqueue(Time(400_000), pkt(3, 1448)).is_ok());
+        assert_eq!(l.stats().queue_drops, 1);
+    }
+
+    #[test]
+    fn throughput_equals_rate() {
+        let mut l = link(QueueLimit::Packets(1_000_000), 0.0);
+        for i in 0..10_000 {
+            l.enqueue(Time::ZERO, pkt(i, 1448)).unwrap();
+        }
+        let got = drain(&mut l);
+        let last = got.last().unwrap().0;
+        // 10,000 x 1500 B x 8 / 30 Mbit/s = 4 s, plus 10 ms propagation.
+        assert_eq!(last, Time(4_000_000_000 + 10_000_000));
+    }
+
+    #[test]
+    fn random_loss_rate() {
+        let mut l = link(QueueLimit::Packets(u64::MAX), 0.05);
+        let n = 100_000;
+        for i in 0..n {
+            let _ = l.enqueue(Time(i * 400_000), pkt(i, 1448));
+        }
+        let p = l.stats().random_drops as f64 / n as f64;
+        assert!((p - 0.05).abs() < 0.003, "{p}");
+    }
+
+    #[test]
+    fn delay_change_does_not_reorder() {
+        let mut l = link(QueueLimit::Packets(100), 0.0);
+        l.enqueue(Time::ZERO, pkt(0, 1448)).unwrap();
+        l.set_delay(Time(400_000), Dur::from_millis(1));
+        l.enqueue(Time(400_000), pkt(1, 1448)).unwrap();
+        let got = drain(&mut l);
+        assert_eq!(got[0], (Time(10_400_000), 0));
+        // Would arrive at 1.8 ms, but waits behind packet 0.
+        assert_eq!(got[1], (Time(10_400_000), 1));
+    }
+
+    #[test]
+    fn rate_change_applies_to_next_packet() {
+        let mut l = link(QueueLimit::Packets(100), 0.0);
+        l.enqueue(Time::ZERO, pkt(0, 1448)).unwrap();
+        l.enqueue(Time::ZERO, pkt(1, 1448)).unwrap();
+        l.set_rate(Time(100_000), Rate::mbps(15));
+        let got = drain(&mut l);
+        // Packet 0 was already in service at 30 Mbit/s. Packet 1 starts at 400 us...
+        assert_eq!(got[0].0, Time(10_400_000));
+        // ...at the new rate: 800 us.
+        assert_eq!(got[1].0, Time(11_200_000));
+    }
+}

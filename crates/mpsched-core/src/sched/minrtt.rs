@@ -1,0 +1,52 @@
+//! LowRTT (`minrtt`): send the next segment on the available subflow with the lowest smoothed
+//! RTT (Paasch et al., CSWS 2014, sec. 3.2; the out-of-tree `get_available_subflow`).
+//! Segments waiting for reinjection go first, on a subflow they have not been sent on.
+
+use super::{lowest_rtt_available, Decision, Reason, SchedCtx, Scheduler, SubflowSet};
+
+#[derive(Default)]
+pub struct MinRtt;
+
+impl MinRtt {
+    pub fn new() -> MinRtt {
+        MinRtt
+    }
+}
+
+/// The reinjection step shared by the LowRTT family: the oldest queued segment goes on the
+/// fastest available subflow that has not carried it.
+pub fn next_reinjection(ctx: &SchedCtx) -> Option<Decision> {
+    for dseq in ctx.reinject_queue() {
+        let sent = ctx.sent_on(dseq);
+        if let Some(sf) = lowest_rtt_available(ctx.subflows(), sent) {
+            return Some(Decision {
+                dseq,
+                subflows: SubflowSet::one(sf),
+                reason: Reason::Reinjection,
+            });
+        }
+    }
+    None
+}
+
+impl Scheduler for MinRtt {
+    fn name(&self) -> &'static str {
+        "minrtt"
+    }
+
+    fn next(&mut self, ctx: &mut SchedCtx) -> Option<Decision> {
+        if let Some(d) = next_reinjection(ctx) {
+            return Some(d);
+        }
+        let dseq = ctx.first_unsent()?;
+        if !ctx.in_window(dseq) {
+            return None;
+        }
+        let sf = lowest_rtt_available(ctx.subflows(), SubflowSet::EMPTY)?;
+        Some(Decision {
+            dseq,
+            subflows: SubflowSet::one(sf),
+            reason: Reason::New,
+        })
+    }
+}

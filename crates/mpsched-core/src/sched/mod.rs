@@ -1,0 +1,243 @@
+//! The packet scheduler interface, shaped like Linux's `struct mptcp_sched_ops`.
+//!
+//! The connection consults its scheduler whenever some subflow may send (an ACK freed window,
+//! the application wrote, a timer fired, a subflow joined). One call makes one decision: a
+//! data segment and the set of subflows to send it on (several subflows = redundant sending),
+//! or `None` to send nothing now (a scheduler may wait for a faster subflow). The scheduler
+//! chooses any unsent segment, not only the next in order, and may send a segment again on
+//! another subflow (reinjection, opportunistic retransmission).
+//!
+//! Subflow-level retransmissions (SACK recovery, RTO) are the subflow's own business, as in
+//! the kernel: they go out before the scheduler is asked.
+
+mod default;
+mod minrtt;
+mod rr;
+
+pub use default::DefaultSched;
+pub use minrtt::MinRtt;
+pub use rr::RoundRobin;
+
+use crate::cc::CaState;
+use crate::conn::sender::{DataQueue, Shared};
+use crate::subflow::SubflowTx;
+use crate::time::{Dur, Time};
+
+/// A set of subflows, one bit per subflow index.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SubflowSet(pub u32);
+
+impl SubflowSet {
+    pub const EMPTY: SubflowSet = SubflowSet(0);
+    pub fn one(i: usize) -> SubflowSet {
+        SubflowSet(1 << i)
+    }
+    pub fn contains(self, i: usize) -> bool {
+        self.0 & (1 << i) != 0
+    }
+    pub fn insert(&mut self, i: usize) {
+        self.0 |= 1 << i;
+    }
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+    pub fn len(self) -> u32 {
+        self.0.count_ones()
+    }
+    pub fn iter(self) -> impl Iterator<Item = usize> {
+        (0..32).filter(move |&i| self.contains(i))
+    }
+}
+
+/// Why a segment is sent; the connection counts each kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reason {
+    /// New data, or data scheduled out of order but never sent before.
+    New,
+    /// Data outstanding on a subflow that timed out, sent again elsewhere.
+    Reinjection,
+    /// The left edge of the window sent again on a faster subflow (Raiciu et al., NSDI 2012).
+    Opportunistic,
+    /// A copy for redundancy.
+    Redundant,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Decision {
+    pub dseq: u64,
+    pub subflows: SubflowSet,
+    pub reason: Reason,
+}
+
+/// A read-only view of one subflow, what a scheduler may base its choice on.
+#[derive(Clone, Copy, Debug)]
+pub struct SubflowView {
+    pub id: usize,
+    pub established: bool,
+    pub backup: bool,
+    pub cwnd: u32,
+    pub ssthresh: u32,
+    /// Segments in flight (RFC 6675 pipe).
+    pub in_flight: u32,
+    /// Free congestion-window space in segments.
+    pub cwnd_space: u32,
+    /// Smoothed RTT, zero before the first sample.
+    pub srtt: Dur,
+    pub rttvar: Dur,
+    pub min_rtt: Dur,
+    /// Latest delivery-rate sample (bits per second).
+    pub delivery_rate_bps: u64,
+    pub ca_state: CaState,
+    pub last_penalized: Option<Time>,
+}
+
+impl SubflowView {
+    pub(crate) fn of(sf: &SubflowTx, established: bool, backup: bool) -> SubflowView {
+        SubflowView {
+            id: sf.id as usize,
+            established,
+            backup,
+            cwnd: sf.cwnd(),
+            ssthresh: sf.cc.ssthresh,
+            in_flight: sf.in_flight(),
+            cwnd_space: if established { sf.cwnd_space() } else { 0 },
+            srtt: sf.srtt(),
+            rttvar: sf.rtt().rttvar(),
+            min_rtt: sf.rtt().min_rtt().unwrap_or(Dur::ZERO),
+            delivery_rate_bps: sf.delivery_rate_bps(),
+            ca_state: sf.ca_state(),
+            last_penalized: sf.last_penalized,
+        }
+    }
+
+    /// May carry a new segment now: established, window space, not recovering from a
+    /// timeout (the out-of-tree `mptcp_is_available`).
+    pub fn available(&self) -> bool {
+        self.established && self.cwnd_space > 0 && self.ca_state != CaState::Loss
+    }
+}
+
+/// What a scheduler sees and may do during one decision.
+pub struct SchedCtx<'a> {
+    pub now: Time,
+    views: &'a [SubflowView],
+    data: &'a DataQueue,
+    shared: &'a mut Shared,
+}
+
+impl<'a> SchedCtx<'a> {
+    pub(crate) fn new(
+        now: Time,
+        views: &'a [SubflowView],
+        data: &'a DataQueue,
+        shared: &'a mut Shared,
+    ) -> Self {
+        SchedCtx {
+            now,
+            views,
+            data,
+            shared,
+        }
+    }
+
+    pub fn subflows(&self) -> &[SubflowView] {
+        self.views
+    }
+    /// The left edge of the send window (oldest data segment not yet Data-ACKed).
+    pub fn data_una(&self) -> u64 {
+        self.data.una()
+    }
+    /// One past the last data segment the application has written.
+    pub fn written_end(&self) -> u64 {
+        self.data.written_end()
+    }
+    /// Data segments never sent on any subflow, in order.
+    pub fn unsent(&self) -> impl Iterator<Item = u64> + '_ {
+        self.data.unsent()
+    }
+    pub fn first_unsent(&self) -> Option<u64> {
+        self.data.unsent().next()
+    }
+    /// Whether the peer's receive window admits data segment `dseq`.
+    pub fn in_window(&self, dseq: u64) -> bool {
+        self.data.in_window(dseq)
+    }
+    /// The subflows `dseq` has been sent on.
+    pub fn sent_on(&self, dseq: u64) -> SubflowSet {
+        self.data.get(dseq).map_or(SubflowSet::EMPTY, |s| s.sent_on)
+    }
+    /// Whether the send buffer is full (the application cannot write more until Data ACKs).
+    pub fn sndbuf_full(&self) -> bool {
+        self.data.sndbuf_full()
+    }
+    /// Data segments queued for reinjection after a subflow timed out, oldest first.
+    pub fn reinject_queue(&self) -> impl Iterator<Item = u64> + '_ {
+        self.shared
+            .reinject
+            .iter()
+            .copied()
+            .filter(|&d| d >= self.data.una())
+    }
+    /// Halve a slower subflow's window (the out-of-tree MPTCP penalisation).
+    pub fn penalize(&mut self, sf: usize) {
+        self.shared.penalize.push(sf);
+    }
+}
+
+pub trait Scheduler {
+    fn name(&self) -> &'static str;
+
+    /// The next segment to send and where, or `None` to send nothing now.
+    fn next(&mut self, ctx: &mut SchedCtx) -> Option<Decision>;
+
+    /// A Data ACK advanced the left edge by `acked` segments; `left_edge_subflows` is where
+    /// the segment at the old left edge had been sent. (STMS-A adjusts its gap here.)
+    fn on_data_ack(&mut self, _now: Time, _acked: u64, _left_edge_subflows: SubflowSet) {}
+}
+
+/// One registered scheduler.
+pub struct SchedInfo {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub source: &'static str,
+    pub build: fn() -> Box<dyn Scheduler>,
+}
+
+pub const REGISTRY: &[SchedInfo] = &[
+    SchedInfo {
+        name: "minrtt",
+        description: "lowest smoothed RTT among subflows with congestion-window space (LowRTT)",
+        source: "Paasch et al., CSWS 2014, sec. 3.2; Linux out-of-tree mptcp_sched.c",
+        build: || Box::new(MinRtt::new()),
+    },
+    SchedInfo {
+        name: "default",
+        description: "minrtt plus opportunistic retransmission and penalisation",
+        source: "Raiciu et al., NSDI 2012, sec. 4.2; Linux out-of-tree MPTCP v0.9x mptcp_sched.c",
+        build: || Box::new(DefaultSched::new()),
+    },
+    SchedInfo {
+        name: "rr",
+        description: "round robin: one segment per turn over subflows with window space",
+        source: "Paasch et al., CSWS 2014, sec. 3.1; Linux out-of-tree mptcp_rr.c",
+        build: || Box::new(RoundRobin::new()),
+    },
+];
+
+pub fn lookup(name: &str) -> Option<&'static SchedInfo> {
+    REGISTRY.iter().find(|s| s.name == name)
+}
+
+/// Among available subflows, the one with the lowest srtt (ties to the lower index), optionally
+/// excluding a set. Subflows without an RTT sample yet rank as srtt = 0, as in the kernel.
+pub fn lowest_rtt_available(views: &[SubflowView], exclude: SubflowSet) -> Option<usize> {
+    let pick = |backup: bool| {
+        views
+            .iter()
+            .filter(|v| v.available() && v.backup == backup && !exclude.contains(v.id))
+            .min_by_key(|v| (v.srtt, v.id))
+            .map(|v| v.id)
+    };
+    // Regular subflows before backup ones.
+    pick(false).or_else(|| pick(true))
+}

@@ -1,0 +1,7 @@
+//! One TCP subflow: the sending half lives at the server, the receiving half at the client.
+
+pub mod rx;
+pub mod tx;
+
+pub use rx::SubflowRx;
+pub use tx::SubflowTx;

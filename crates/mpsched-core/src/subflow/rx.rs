@@ -1,0 +1,328 @@
+//! The receiving half of one TCP subflow: reassembly at subflow level, SACK generation and
+//! the delayed-ACK policy of Linux.
+//!
+//! - RFC 1122 4.2.3.2 / RFC 5681 4.2, as Linux's `__tcp_ack_snd_check`: ACK at least every
+//!   second full-sized segment; otherwise a delayed-ACK timer (Linux `TCP_DELACK_MIN`, 40 ms).
+//! - RFC 5681 4.2: an immediate ACK for an out-of-order segment and for one that fills a hole.
+//! - Linux quick-ACK mode: the first segments of a connection are ACKed at once
+//!   (`tcp_incr_quickack`, `TCP_MAX_QUICKACKS` = 16) so slow start is not slowed by the peer.
+//! - RFC 2018 4: the first SACK block reports the most recently received segment; the others
+//!   repeat the most recently reported blocks.
+//! - RFC 7323 4.3: TSecr echoes the TSval of the segment that last advanced the left edge.
+//!
+//! Segments handed to the connection come out in subflow order through `poll_in_order`.
+
+use crate::packet::{DataSeg, SackBlock, MAX_SACK_BLOCKS};
+use crate::time::{Dur, Time};
+use std::collections::VecDeque;
+
+pub const DELACK: Dur = Dur::from_millis(40);
+pub const MAX_QUICKACKS: u32 = 16;
+
+/// A segment waiting in the subflow's out-of-order queue.
+#[derive(Clone, Copy, Debug)]
+pub struct RxSeg {
+    pub dseq: u64,
+    pub len: u32,
+    /// When it first reached the receiver.
+    pub arrival: Time,
+}
+
+/// What the receiver wants done after a segment arrived.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AckNeed {
+    Now,
+    /// The delayed-ACK timer is (or was already) armed.
+    Delayed,
+}
+
+pub struct SubflowRx {
+    pub id: u8,
+    rcv_nxt: u64,
+    /// Out-of-order segments above `rcv_nxt`, index = seq - rcv_nxt - 1 (None = hole).
+    ooo: VecDeque<Option<RxSeg>>,
+    ooo_count: u32,
+    ooo_bytes: u64,
+    /// Segments now in order, not yet taken by the connection.
+    ready: VecDeque<RxSeg>,
+    /// SACK blocks in the order of most recent report.
+    recent_blocks: [SackBlock; MAX_SACK_BLOCKS],
+    recent_len: usize,
+    unacked_segs: u32,
+    delack_at: Option<Time>,
+    quickacks: u32,
+    ts_recent: Time,
+    pub segments_received: u64,
+    pub duplicates: u64,
+}
+
+impl SubflowRx {
+    pub fn new(id: u8) -> SubflowRx {
+        SubflowRx {
+            id,
+            rcv_nxt: 0,
+            ooo: VecDeque::new(),
+            ooo_count: 0,
+            ooo_bytes: 0,
+            ready: VecDeque::new(),
+            recent_blocks: [SackBlock { start: 0, end: 0 }; MAX_SACK_BLOCKS],
+            recent_len: 0,
+            unacked_segs: 0,
+            delack_at: None,
+            quickacks: MAX_QUICKACKS,
+            ts_recent: Time::ZERO,
+            segments_received: 0,
+            duplicates: 0,
+        }
+    }
+
+    pub fn rcv_nxt(&self) -> u64 {
+        self.rcv_nxt
+    }
+    pub fn ts_recent(&self) -> Time {
+        self.ts_recent
+    }
+    pub fn delack_at(&self) -> Option<Time> {
+        self.delack_at
+    }
+    /// Payload bytes held in the subflow's out-of-order queue.
+    pub fn ooo_bytes(&self) -> u64 {
+        self.ooo_bytes
+    }
+
+    /// Takes a data segment. Returns when to ACK.
+    pub fn on_segment(&mut self, now: Time, seg: &DataSeg) -> AckNeed {
+        self.segments_received += 1;
+        if seg.seq < self.rcv_nxt || self.holds(seg.seq) {
+            // RFC 5681 4.2 / RFC 2883: a duplicate is ACKed at once.
+            self.duplicates += 1;
+            return self.ack_now();
+        }
+        let rx = RxSeg {
+            dseq: seg.dseq,
+            len: seg.len,
+            arrival: now,
+        };
+        if seg.seq == self.rcv_nxt {
+            let had_hole = self.ooo_count > 0;
+            self.ts_recent = seg.ts_val;
+            self.ready.push_back(rx);
+            self.rcv_nxt += 1;
+            // Pull what the new segment made contiguous.
+            if had_hole {
+                // ooo[0] now stands for the new rcv_nxt: take the run that starts there, then
+                // drop the hole's empty slot so that indexing restarts at rcv_nxt + 1.
+                while let Some(front) = self.ooo.pop_front() {
+                    let Some(s) = front else { break };
+                    self.ooo_count -= 1;
+                    self.ooo_bytes -= s.len as u64;
+                    self.ready.push_back(s);
+                    self.rcv_nxt += 1;
+                }
+                self.prune_blocks();
+                return self.ack_now();
+            }
+            self.unacked_segs += 1;
+            if self.quickacks > 0 || self.unacked_segs >= 2 {
+                return self.ack_now();
+            }
+            if self.delack_at.is_none() {
+                self.delack_at = Some(now + DELACK);
+            }
+            return AckNeed::Delayed;
+        }
+        // Out of order: store, remember the block, ACK at once.
+        let idx = (seg.seq - self.rcv_nxt - 1) as usize;
+        if self.ooo.len() <= idx {
+            self.ooo.resize(idx + 1, None);
+        }
+        self.ooo[idx] = Some(rx);
+        self.ooo_count += 1;
+        self.ooo_bytes += seg.len as u64;
+        self.note_block(seg.seq);
+        self.ack_now()
+    }
+
+    fn holds(&self, seq: u64) -> bool {
+        seq > self.rcv_nxt
+            && self
+                .ooo
+                .get((seq - self.rcv_nxt - 1) as usize)
+                .is_some_and(|s| s.is_some())
+    }
+
+    fn ack_now(&mut self) -> AckNeed {
+        AckNeed::Now
+    }
+
+    /// Called when an ACK is actually sent (immediate or delayed).
+    pub fn on_ack_sent(&mut self) {
+        self.unacked_segs = 0;
+        self.delack_at = None;
+        self.quickacks = self.quickacks.saturating_sub(1);
+    }
+
+    /// The delayed-ACK timer fired: whether an ACK is owed.
+    pub fn on_delack_timer(&mut self, now: Time) -> bool {
+        match self.delack_at {
+            Some(t) if t <= now => {
+                self.delack_at = None;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Takes the next segment that is in order at subflow level.
+    pub fn poll_in_order(&mut self) -> Option<RxSeg> {
+        self.ready.pop_front()
+    }
+
+    /// The extent of the contiguous out-of-order run holding `seq`.
+    fn run_around(&self, seq: u64) -> SackBlock {
+        let idx = (seq - self.rcv_nxt - 1) as usize;
+        let mut lo = idx;
+        while lo > 0 && self.ooo[lo - 1].is_some() {
+            lo -= 1;
+        }
+        let mut hi = idx + 1;
+        while hi < self.ooo.len() && self.ooo[hi].is_some() {
+            hi += 1;
+        }
+        SackBlock {
+            start: self.rcv_nxt + 1 + lo as u64,
+            end: self.rcv_nxt + 1 + hi as u64,
+        }
+    }
+
+    fn note_block(&mut self, seq: u64) {
+        let first = self.run_around(seq);
+        let mut blocks = [first; MAX_SACK_BLOCKS];
+        let mut n = 1;
+        for b in &self.recent_blocks[..self.recent_len] {
+            if n == MAX_SACK_BLOCKS {
+                break;
+            }
+            // Drop blocks now covered by the new one.
+            if b.start >= first.start && b.end <= first.end {
+                continue;
+            }
+            blocks[n] = *b;
+            n += 1;
+        }
+        self.recent_blocks = blocks;
+        self.recent_len = n;
+    }
+
+    fn prune_blocks(&mut self) {
+        let mut n = 0;
+        for i in 0..self.recent_len {
+            let b = self.recent_blocks[i];
+            if b.end > self.rcv_nxt {
+                self.recent_blocks[n] = SackBlock {
+                    start: b.start.max(self.rcv_nxt + 1),
+                    end: b.end,
+                };
+                n += 1;
+            }
+        }
+        self.recent_len = n;
+        if self.ooo_count == 0 {
+            self.recent_len = 0;
+        }
+    }
+
+    /// SACK blocks to put in the next ACK.
+    pub fn sack_blocks(&self) -> &[SackBlock] {
+        &self.recent_blocks[..self.recent_len]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seg(seq: u64) -> DataSeg {
+        DataSeg {
+            seq,
+            dseq: seq,
+            len: 1448,
+            ts_val: Time(seq),
+            probe: false,
+        }
+    }
+
+    fn drain(rx: &mut SubflowRx) -> Vec<u64> {
+        std::iter::from_fn(|| rx.poll_in_order().map(|s| s.dseq)).collect()
+    }
+
+    #[test]
+    fn delayed_ack_every_second_segment_after_quickack() {
+        let mut rx = SubflowRx::new(0);
+        rx.quickacks = 0;
+        assert_eq!(rx.on_segment(Time(1), &seg(0)), AckNeed::Delayed);
+        assert_eq!(rx.delack_at(), Some(Time(1) + DELACK));
+        assert_eq!(rx.on_segment(Time(2), &seg(1)), AckNeed::Now);
+        rx.on_ack_sent();
+        assert_eq!(rx.on_segment(Time(3), &seg(2)), AckNeed::Delayed);
+        assert!(!rx.on_delack_timer(Time(4)));
+        assert!(rx.on_delack_timer(Time(3) + DELACK));
+    }
+
+    #[test]
+    fn quickack_at_start() {
+        let mut rx = SubflowRx::new(0);
+        for i in 0..MAX_QUICKACKS as u64 {
+            assert_eq!(rx.on_segment(Time(i), &seg(i)), AckNeed::Now);
+            rx.on_ack_sent();
+        }
+        assert_eq!(rx.on_segment(Time(99), &seg(16)), AckNeed::Delayed);
+    }
+
+    #[test]
+    fn reassembly_and_sack_blocks() {
+        let mut rx = SubflowRx::new(0);
+        rx.quickacks = 0;
+        rx.on_segment(Time(0), &seg(0));
+        assert_eq!(rx.on_segment(Time(1), &seg(2)), AckNeed::Now);
+        rx.on_segment(Time(2), &seg(3));
+        rx.on_segment(Time(3), &seg(6));
+        assert_eq!(
+            rx.sack_blocks(),
+            &[
+                SackBlock { start: 6, end: 7 },
+                SackBlock { start: 2, end: 4 }
+            ]
+        );
+        assert_eq!(drain(&mut rx), vec![0]);
+        // Filling the hole at 1 releases 1..=3 and is ACKed at once.
+        assert_eq!(rx.on_segment(Time(4), &seg(1)), AckNeed::Now);
+        assert_eq!(drain(&mut rx), vec![1, 2, 3]);
+        assert_eq!(rx.rcv_nxt(), 4);
+        assert_eq!(rx.sack_blocks(), &[SackBlock { start: 6, end: 7 }]);
+        rx.on_segment(Time(5), &seg(4));
+        rx.on_segment(Time(5), &seg(5));
+        assert_eq!(drain(&mut rx), vec![4, 5, 6]);
+        assert_eq!(rx.rcv_nxt(), 7);
+        assert!(rx.sack_blocks().is_empty());
+        assert_eq!(rx.ooo_bytes(), 0);
+    }
+
+    #[test]
+    fn duplicates_are_acked_at_once_and_not_delivered_twice() {
+        let mut rx = SubflowRx::new(0);
+        rx.quickacks = 0;
+        rx.on_segment(Time(0), &seg(0));
+        assert_eq!(rx.on_segment(Time(1), &seg(0)), AckNeed::Now);
+        assert_eq!(drain(&mut rx), vec![0]);
+        assert_eq!(rx.duplicates, 1);
+    }
+
+    #[test]
+    fn timestamp_echo_follows_the_left_edge() {
+        let mut rx = SubflowRx::new(0);
+        rx.on_segment(Time(0), &seg(0));
+        rx.on_segment(Time(1), &seg(5));
+        assert_eq!(rx.ts_recent(), Time(0));
+    }
+}

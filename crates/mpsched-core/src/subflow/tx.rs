@@ -1,0 +1,759 @@
+//! The sending half of one TCP subflow: sequence state, the SACK scoreboard, loss recovery,
+//! the retransmission timer and the congestion window.
+//!
+//! Implements, as Linux does them:
+//! - RFC 6675 SACK-based loss recovery: a segment is lost once DupThresh (3) segments above
+//!   it are SACKed (IsLost), the pipe is `packets_out - (sacked_out + lost_out) + retrans_out`
+//!   (Linux's `tcp_packets_in_flight`), and lost segments go out before new data (NextSeg).
+//! - RFC 6937 Proportional Rate Reduction during recovery (Linux's `tcp_cwnd_reduction`).
+//! - RFC 6298 retransmission timer with exponential backoff; after an RTO every outstanding
+//!   segment not SACKed is marked lost and cwnd = 1 (RFC 5681 3.1, Linux `tcp_enter_loss`).
+//! - RFC 7661-style cwnd validation as Linux's `tcp_is_cwnd_limited`: the window only grows
+//!   while the subflow is actually limited by it.
+//! - RFC 2861 / Linux `tcp_cwnd_restart`: after an idle period longer than the RTO the window
+//!   restarts from at most the initial window.
+//!
+//! Sequence numbers count segments (one per packet).
+
+use crate::cc::{AckSample, CaState, CcState, CongestionControl, INFINITE_SSTHRESH, INITIAL_CWND};
+use crate::packet::{Ack, DataSeg};
+use crate::rtt::RttEstimator;
+use crate::time::{Dur, Time};
+use crate::units::wire;
+use std::collections::VecDeque;
+
+/// RFC 6675 2: DupThresh.
+pub const DUP_THRESH: u64 = 3;
+
+#[derive(Clone, Copy, Debug)]
+pub struct TxSeg {
+    pub dseq: u64,
+    pub len: u32,
+    /// Last transmission time.
+    pub sent_at: Time,
+    pub sacked: bool,
+    pub lost: bool,
+    /// A retransmission of this segment is in flight (counted in `retrans_out`).
+    pub retrans: bool,
+    pub ever_retrans: bool,
+    /// Delivery-rate bookkeeping (Linux `tcp_rate.c`): what was delivered when it was sent.
+    delivered: u64,
+    delivered_time: Time,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SubflowTxStats {
+    pub packets_sent: u64,
+    pub bytes_sent: u64,
+    pub retransmits: u64,
+    pub rtos: u64,
+    pub fast_recoveries: u64,
+    pub penalizations: u64,
+}
+
+/// What one ACK did to the subflow.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AckOutcome {
+    /// Segments newly delivered (cumulatively ACKed or SACKed).
+    pub delivered: u32,
+    /// The cumulative ACK advanced.
+    pub una_advanced: bool,
+    pub rtt_sample: Option<Dur>,
+}
+
+pub struct SubflowTx {
+    pub id: u8,
+    snd_una: u64,
+    snd_nxt: u64,
+    segs: VecDeque<TxSeg>,
+    pub cc: CcState,
+    ca_state: CaState,
+    /// RFC 6675 RecoveryPoint (Linux `high_seq`).
+    recover: u64,
+    sacked_out: u32,
+    lost_out: u32,
+    retrans_out: u32,
+    /// One past the highest SACKed segment.
+    high_sacked: u64,
+    /// Segments below this have already been judged by IsLost.
+    lost_scan: u64,
+    /// No lost, unretransmitted segment lies below this.
+    retransmit_hint: u64,
+    rtt: RttEstimator,
+    rto_at: Option<Time>,
+    // RFC 6937 state.
+    prr_delivered: u32,
+    prr_out: u32,
+    prior_cwnd: u32,
+    // Linux cwnd validation (`tcp_cwnd_validate`).
+    is_cwnd_limited: bool,
+    max_packets_out: u32,
+    cwnd_usage_seq: u64,
+    last_send: Time,
+    // Delivery rate (Linux `tcp_rate.c`, simplified to the ACK-side interval).
+    delivered: u64,
+    delivered_time: Time,
+    delivery_rate_bps: u64,
+    /// When the out-of-tree MPTCP scheduler last halved this subflow's window.
+    pub last_penalized: Option<Time>,
+    pub stats: SubflowTxStats,
+}
+
+impl SubflowTx {
+    pub fn new(id: u8, now: Time) -> SubflowTx {
+        SubflowTx {
+            id,
+            snd_una: 0,
+            snd_nxt: 0,
+            segs: VecDeque::new(),
+            cc: CcState::new(),
+            ca_state: CaState::Open,
+            recover: 0,
+            sacked_out: 0,
+            lost_out: 0,
+            retrans_out: 0,
+            high_sacked: 0,
+            lost_scan: 0,
+            retransmit_hint: 0,
+            rtt: RttEstimator::new(),
+            rto_at: None,
+            prr_delivered: 0,
+            prr_out: 0,
+            prior_cwnd: INITIAL_CWND,
+            is_cwnd_limited: false,
+            max_packets_out: 0,
+            cwnd_usage_seq: 0,
+            last_send: now,
+            delivered: 0,
+            delivered_time: now,
+            delivery_rate_bps: 0,
+            last_penalized: None,
+            stats: SubflowTxStats::default(),
+        }
+    }
+
+    /// The handshake's RTT measurement (the kernel seeds srtt from the SYN exchange).
+    pub fn seed_rtt(&mut self, r: Dur) {
+        if r > Dur::ZERO {
+            self.rtt.on_sample(r);
+        }
+    }
+
+    // ----- getters -----
+
+    pub fn snd_una(&self) -> u64 {
+        self.snd_una
+    }
+    pub fn snd_nxt(&self) -> u64 {
+        self.snd_nxt
+    }
+    pub fn packets_out(&self) -> u32 {
+        (self.snd_nxt - self.snd_una) as u32
+    }
+    /// RFC 6675 pipe / Linux `tcp_packets_in_flight`.
+    pub fn in_flight(&self) -> u32 {
+        self.packets_out() - (self.sacked_out + self.lost_out) + self.retrans_out
+    }
+    pub fn cwnd(&self) -> u32 {
+        self.cc.cwnd
+    }
+    /// Free congestion-window space in segments.
+    pub fn cwnd_space(&self) -> u32 {
+        self.cc.cwnd.saturating_sub(self.in_flight())
+    }
+    pub fn ca_state(&self) -> CaState {
+        self.ca_state
+    }
+    pub fn rtt(&self) -> &RttEstimator {
+        &self.rtt
+    }
+    /// The smoothed RTT, or zero before the first sample.
+    pub fn srtt(&self) -> Dur {
+        self.rtt.srtt().unwrap_or(Dur::ZERO)
+    }
+    pub fn rto_at(&self) -> Option<Time> {
+        self.rto_at
+    }
+    pub fn delivery_rate_bps(&self) -> u64 {
+        self.delivery_rate_bps
+    }
+    /// Outstanding segments, oldest first, with their subflow sequence numbers.
+    pub fn outstanding(&self) -> impl Iterator<Item = (u64, &TxSeg)> {
+        (self.snd_una..).zip(self.segs.iter())
+    }
+    pub fn seg(&self, seq: u64) -> Option<&TxSeg> {
+        seq.checked_sub(self.snd_una)
+            .and_then(|i| self.segs.get(i as usize))
+    }
+    /// Whether `dseq` is outstanding here and not yet delivered to the peer.
+    pub fn holds_unacked(&self, dseq: u64) -> bool {
+        self.segs.iter().any(|s| s.dseq == dseq && !s.sacked)
+    }
+
+    /// A snapshot of the window state for the congestion controller.
+    pub fn cc_snapshot(&self) -> CcState {
+        CcState {
+            srtt: self.srtt(),
+            min_rtt: self.rtt.min_rtt().unwrap_or(Dur::ZERO),
+            in_flight: self.in_flight(),
+            ..self.cc
+        }
+    }
+
+    // ----- sending -----
+
+    /// The next lost segment to retransmit (RFC 6675 NextSeg (1)), if the window allows.
+    pub fn next_retransmit(&mut self) -> Option<u64> {
+        if self.lost_out <= self.retrans_out_of_lost() {
+            return None;
+        }
+        let start = self.retransmit_hint.max(self.snd_una);
+        for seq in start..self.snd_nxt {
+            let s = &self.segs[(seq - self.snd_una) as usize];
+            if s.lost && !s.retrans && !s.sacked {
+                self.retransmit_hint = seq;
+                return Some(seq);
+            }
+        }
+        self.retransmit_hint = self.snd_nxt;
+        None
+    }
+
+    fn retrans_out_of_lost(&self) -> u32 {
+        // Lost segments whose retransmission is in flight stay `lost` until ACKed.
+        self.retrans_out
+    }
+
+    fn on_transmit(&mut self, now: Time, cc: &mut dyn CongestionControl) {
+        if self.packets_out() == 0 {
+            // Linux `tcp_event_data_sent`: restart after idle (RFC 2861), then tell the CC.
+            let idle = now.saturating_since(self.last_send);
+            if idle > self.rtt.rto() && self.stats.packets_sent > 0 {
+                self.cwnd_restart(idle);
+            }
+            cc.on_tx_start(self.id as usize, &mut self.cc, now);
+        }
+        self.last_send = now;
+        if self.rto_at.is_none() {
+            // RFC 6298 (5.1)
+            self.rto_at = Some(self.rtt.rto_deadline(now));
+        }
+        if self.ca_state == CaState::Recovery {
+            self.prr_out += 1;
+        }
+    }
+
+    /// Linux `tcp_cwnd_restart`: halve per RTO of idleness, down to the restart window.
+    fn cwnd_restart(&mut self, idle: Dur) {
+        let restart = INITIAL_CWND.min(self.cc.cwnd);
+        let rto = self.rtt.rto().as_nanos().max(1);
+        let mut left = idle.as_nanos() as i128 - rto as i128;
+        self.cc.ssthresh = self.cc.ssthresh.max((3 * self.cc.cwnd) / 4);
+        while left > 0 && self.cc.cwnd > restart {
+            self.cc.cwnd >>= 1;
+            left -= rto as i128;
+        }
+        self.cc.cwnd = self.cc.cwnd.max(restart);
+        self.cc.cwnd_cnt = 0;
+    }
+
+    /// Sends a new segment carrying data segment `dseq`.
+    pub fn transmit_new(
+        &mut self,
+        now: Time,
+        dseq: u64,
+        len: u32,
+        cc: &mut dyn CongestionControl,
+    ) -> DataSeg {
+        self.on_transmit(now, cc);
+        let seq = self.snd_nxt;
+        self.segs.push_back(TxSeg {
+            dseq,
+            len,
+            sent_at: now,
+            sacked: false,
+            lost: false,
+            retrans: false,
+            ever_retrans: false,
+            delivered: self.delivered,
+            delivered_time: self.delivered_time,
+        });
+        self.snd_nxt += 1;
+        self.count_sent(len);
+        DataSeg {
+            seq,
+            dseq,
+            len,
+            ts_val: now,
+            probe: false,
+        }
+    }
+
+    /// Retransmits subflow segment `seq` (which `next_retransmit` returned).
+    pub fn transmit_retransmit(
+        &mut self,
+        now: Time,
+        seq: u64,
+        cc: &mut dyn CongestionControl,
+    ) -> DataSeg {
+        self.on_transmit(now, cc);
+        let delivered = self.delivered;
+        let delivered_time = self.delivered_time;
+        let s = &mut self.segs[(seq - self.snd_una) as usize];
+        debug_assert!(s.lost && !s.retrans && !s.sacked);
+        s.retrans = true;
+        s.ever_retrans = true;
+        s.sent_at = now;
+        s.delivered = delivered;
+        s.delivered_time = delivered_time;
+        let (dseq, len) = (s.dseq, s.len);
+        self.retrans_out += 1;
+        self.stats.retransmits += 1;
+        self.count_sent(len);
+        DataSeg {
+            seq,
+            dseq,
+            len,
+            ts_val: now,
+            probe: false,
+        }
+    }
+
+    fn count_sent(&mut self, len: u32) {
+        self.stats.packets_sent += 1;
+        self.stats.bytes_sent += len as u64;
+    }
+
+    /// Linux `tcp_cwnd_validate`, called after a round of sending: remember whether the
+    /// window, rather than the application or the peer, is what stopped us.
+    pub fn cwnd_validate(&mut self, had_data: bool) {
+        let limited = had_data && self.in_flight() >= self.cc.cwnd;
+        if self.snd_una >= self.cwnd_usage_seq
+            || limited
+            || (!self.is_cwnd_limited && self.packets_out() > self.max_packets_out)
+        {
+            self.is_cwnd_limited = limited;
+            self.max_packets_out = self.packets_out();
+            self.cwnd_usage_seq = self.snd_nxt;
+        }
+    }
+
+    /// Linux `tcp_is_cwnd_limited`.
+    fn cwnd_limited(&self) -> bool {
+        if self.is_cwnd_limited {
+            return true;
+        }
+        if self.cc.in_slow_start() {
+            return self.cc.cwnd < 2 * self.max_packets_out;
+        }
+        false
+    }
+
+    // ----- ACK processing -----
+
+    pub fn on_ack(
+        &mut self,
+        now: Time,
+        ack: &Ack,
+        cc: &mut dyn CongestionControl,
+        all: &[CcState],
+    ) -> AckOutcome {
+        let mut out = AckOutcome::default();
+        let mut seq_rtt: Option<Dur> = None;
+        let mut sack_rtt: Option<Dur> = None;
+        let mut rate_ref: Option<(u64, Time)> = None;
+
+        // Cumulative ACK (RFC 5681 / RFC 6675 (3)).
+        if ack.ack > self.snd_una && ack.ack <= self.snd_nxt {
+            while self.snd_una < ack.ack {
+                let s = self.segs.pop_front().expect("outstanding segment");
+                self.snd_una += 1;
+                if s.sacked {
+                    self.sacked_out -= 1;
+                } else {
+                    out.delivered += 1;
+                    if s.lost {
+                        self.lost_out -= 1;
+                    }
+                    if s.retrans {
+                        self.retrans_out -= 1;
+                    }
+                    if !s.ever_retrans && seq_rtt.is_none() {
+                        // Linux takes the oldest newly ACKed, never retransmitted segment
+                        // (Karn's rule without timestamps; `tcp_clean_rtx_queue`).
+                        seq_rtt = Some(now - s.sent_at);
+                    }
+                    rate_ref = Some((s.delivered, s.delivered_time));
+                }
+            }
+            out.una_advanced = true;
+        }
+
+        // SACK blocks (RFC 2018, RFC 6675 (2)).
+        let mut newly_sacked = false;
+        for b in ack.sack_blocks() {
+            let start = b.start.max(self.snd_una);
+            let end = b.end.min(self.snd_nxt);
+            for seq in start..end {
+                let s = &mut self.segs[(seq - self.snd_una) as usize];
+                if s.sacked {
+                    continue;
+                }
+                s.sacked = true;
+                self.sacked_out += 1;
+                out.delivered += 1;
+                newly_sacked = true;
+                if s.lost {
+                    s.lost = false;
+                    self.lost_out -= 1;
+                }
+                if s.retrans {
+                    s.retrans = false;
+                    self.retrans_out -= 1;
+                }
+                if !s.ever_retrans && sack_rtt.is_none() {
+                    sack_rtt = Some(now - s.sent_at);
+                }
+                if rate_ref.is_none_or(|(d, _)| s.delivered > d) {
+                    rate_ref = Some((s.delivered, s.delivered_time));
+                }
+            }
+            self.high_sacked = self.high_sacked.max(end);
+        }
+        if newly_sacked {
+            self.mark_lost();
+        }
+
+        // Delivery rate sample.
+        self.delivered += out.delivered as u64;
+        if out.delivered > 0 {
+            if let Some((d0, t0)) = rate_ref {
+                let interval = now.saturating_since(t0).as_nanos();
+                if interval > 0 {
+                    let bits = (self.delivered - d0) as u128 * wire::MSS as u128 * 8;
+                    self.delivery_rate_bps = (bits * 1_000_000_000 / interval as u128) as u64;
+                }
+            }
+            self.delivered_time = now;
+        }
+
+        // RTT (RFC 6298 (2); timestamps per RFC 7323 4 when no clean sample exists).
+        let rtt = seq_rtt.or(sack_rtt).or_else(|| {
+            (out.una_advanced && ack.ts_ecr > Time::ZERO && ack.ts_ecr <= now)
+                .then(|| now - ack.ts_ecr)
+        });
+        if let Some(r) = rtt {
+            self.rtt.on_sample(r);
+        }
+        out.rtt_sample = rtt;
+        let snap = self.cc_snapshot();
+        cc.pkts_acked(
+            self.id as usize,
+            &snap,
+            &AckSample {
+                acked: out.delivered,
+                rtt,
+                in_flight: self.in_flight(),
+            },
+            now,
+        );
+
+        if out.una_advanced {
+            // RFC 6298 (5.3) and (5.7): restart the timer; the backoff ends.
+            self.rtt.reset_backoff();
+            self.rto_at = (self.packets_out() > 0).then(|| self.rtt.rto_deadline(now));
+            if self.retransmit_hint < self.snd_una {
+                self.retransmit_hint = self.snd_una;
+            }
+        }
+
+        self.update_ca_state(now, out.delivered, cc, all);
+        out
+    }
+
+    /// RFC 6675 IsLost: a segment is lost once DupThresh segments above it are SACKed. With
+    /// one segment per sequence number that is every unSACKed segment below the third-highest
+    /// SACKed one.
+    fn mark_lost(&mut self) {
+        let mut found = 0;
+        let mut third = None;
+        let mut seq = self.high_sacked;
+        while seq > self.snd_una && seq > self.lost_scan {
+            seq -= 1;
+            if self.segs[(seq - self.snd_una) as usize].sacked {
+                found += 1;
+                if found == DUP_THRESH {
+                    third = Some(seq);
+                    break;
+                }
+            }
+        }
+        let Some(limit) = third else { return };
+        let from = self.lost_scan.max(self.snd_una);
+        for seq in from..limit {
+            let s = &mut self.segs[(seq - self.snd_una) as usize];
+            if !s.sacked && !s.lost && !s.retrans {
+                s.lost = true;
+                self.lost_out += 1;
+                self.retransmit_hint = self.retransmit_hint.min(seq);
+            }
+        }
+        self.lost_scan = self.lost_scan.max(limit);
+    }
+
+    fn set_ca_state(&mut self, state: CaState, now: Time, cc: &mut dyn CongestionControl) {
+        self.ca_state = state;
+        cc.set_state(self.id as usize, &mut self.cc, state, now);
+    }
+
+    fn update_ca_state(
+        &mut self,
+        now: Time,
+        delivered: u32,
+        cc: &mut dyn CongestionControl,
+        all: &[CcState],
+    ) {
+        // Leaving recovery or loss once the RecoveryPoint is ACKed (RFC 6675 (4.1) / 5.1).
+        match self.ca_state {
+            CaState::Recovery if self.snd_una >= self.recover => {
+                // Linux `tcp_end_cwnd_reduction`.
+                if self.cc.ssthresh < INFINITE_SSTHRESH {
+                    self.cc.cwnd = self.cc.ssthresh;
+                }
+                self.cc.cwnd_cnt = 0;
+                self.set_ca_state(CaState::Open, now, cc);
+            }
+            CaState::Loss if self.snd_una >= self.recover => {
+                self.set_ca_state(CaState::Open, now, cc);
+            }
+            _ => {}
+        }
+
+        if self.ca_state == CaState::Open && self.lost_out > 0 {
+            // RFC 6675 (4): enter fast recovery; RFC 5681 (4) via the CC's ssthresh.
+            self.recover = self.snd_nxt;
+            let snap = self.cc_snapshot();
+            self.cc.ssthresh = cc.ssthresh(self.id as usize, &snap, now, all);
+            self.prior_cwnd = self.cc.cwnd;
+            self.prr_delivered = 0;
+            self.prr_out = 0;
+            self.stats.fast_recoveries += 1;
+            self.set_ca_state(CaState::Recovery, now, cc);
+        }
+
+        match self.ca_state {
+            CaState::Recovery => self.prr(delivered),
+            CaState::Open | CaState::Loss => {
+                if delivered > 0 && self.cwnd_limited() {
+                    let mut st = self.cc_snapshot();
+                    cc.cong_avoid(self.id as usize, &mut st, delivered, now, all);
+                    self.cc.cwnd = st.cwnd.max(1);
+                    self.cc.ssthresh = st.ssthresh;
+                    self.cc.cwnd_cnt = st.cwnd_cnt;
+                }
+            }
+        }
+    }
+
+    /// RFC 6937 3 (PRR-SSRB), as Linux's `tcp_cwnd_reduction`.
+    fn prr(&mut self, delivered: u32) {
+        if delivered == 0 && self.prr_out > 0 {
+            return;
+        }
+        self.prr_delivered += delivered;
+        let pipe = self.in_flight() as i64;
+        let ssthresh = self.cc.ssthresh as i64;
+        let delta = ssthresh - pipe;
+        let sndcnt = if delta < 0 {
+            let want = (self.prr_delivered as u64 * ssthresh as u64)
+                .div_ceil(self.prior_cwnd.max(1) as u64) as i64;
+            want - self.prr_out as i64
+        } else {
+            delta.min((self.prr_delivered as i64 - self.prr_out as i64).max(delivered as i64) + 1)
+        };
+        // Linux: the fast retransmit itself always goes out.
+        let sndcnt = sndcnt.max(if self.prr_out == 0 { 1 } else { 0 });
+        self.cc.cwnd = (pipe + sndcnt).max(1) as u32;
+    }
+
+    // ----- timers -----
+
+    /// The retransmission timer fired (RFC 6298 (5.4)-(5.6), RFC 5681 (4), Linux
+    /// `tcp_enter_loss`). Returns nothing; the caller reinjects from `outstanding()`.
+    pub fn on_rto(&mut self, now: Time, cc: &mut dyn CongestionControl, all: &[CcState]) {
+        self.stats.rtos += 1;
+        if self.ca_state == CaState::Open {
+            let snap = self.cc_snapshot();
+            self.cc.ssthresh = cc.ssthresh(self.id as usize, &snap, now, all);
+        }
+        self.cc.cwnd = 1;
+        self.cc.cwnd_cnt = 0;
+        self.lost_out = 0;
+        self.retrans_out = 0;
+        for s in self.segs.iter_mut() {
+            s.retrans = false;
+            s.lost = !s.sacked;
+            if s.lost {
+                self.lost_out += 1;
+            }
+        }
+        self.retransmit_hint = self.snd_una;
+        self.lost_scan = self.snd_nxt;
+        self.recover = self.snd_nxt;
+        self.rtt.on_rto();
+        self.rto_at = (self.packets_out() > 0).then(|| self.rtt.rto_deadline(now));
+        self.set_ca_state(CaState::Loss, now, cc);
+    }
+
+    /// The out-of-tree MPTCP's penalisation (`mptcp_rcv_buf_optimization`): halve the window
+    /// and, unless in slow start, ssthresh.
+    pub fn penalize(&mut self, now: Time) {
+        let prior = self.cc.cwnd;
+        self.cc.cwnd = (self.cc.cwnd / 2).max(1);
+        if prior >= self.cc.ssthresh {
+            self.cc.ssthresh = (self.cc.ssthresh / 2).max(2);
+        }
+        self.last_penalized = Some(now);
+        self.stats.penalizations += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cc::Reno;
+    use crate::packet::{SackBlock, MAX_SACK_BLOCKS};
+
+    fn ack(cum: u64, sacks: &[(u64, u64)]) -> Ack {
+        let mut a = Ack {
+            ack: cum,
+            sack: [SackBlock { start: 0, end: 0 }; MAX_SACK_BLOCKS],
+            sack_len: sacks.len() as u8,
+            data_ack: 0,
+            rwnd: u64::MAX,
+            ts_ecr: Time::ZERO,
+        };
+        for (i, &(s, e)) in sacks.iter().enumerate() {
+            a.sack[i] = SackBlock { start: s, end: e };
+        }
+        a
+    }
+
+    fn sent(n: u64) -> (SubflowTx, Reno) {
+        let mut cc = Reno;
+        let mut sf = SubflowTx::new(0, Time::ZERO);
+        for i in 0..n {
+            sf.transmit_new(Time::ZERO, i, 1448, &mut cc);
+        }
+        (sf, cc)
+    }
+
+    #[test]
+    fn cumulative_ack_samples_rtt_and_grows_window_in_slow_start() {
+        let (mut sf, mut cc) = sent(10);
+        sf.cwnd_validate(true);
+        let t = Time(100_000_000);
+        let o = sf.on_ack(t, &ack(2, &[]), &mut cc, &[]);
+        assert_eq!(o.delivered, 2);
+        assert_eq!(sf.srtt(), Dur::from_millis(100));
+        assert_eq!(sf.cwnd(), 12);
+        assert_eq!(sf.in_flight(), 8);
+        assert_eq!(sf.rto_at(), Some(t + Dur::from_millis(300)));
+    }
+
+    #[test]
+    fn three_sacked_segments_above_a_hole_trigger_fast_retransmit() {
+        let (mut sf, mut cc) = sent(10);
+        sf.cwnd_validate(true);
+        let t = Time(100_000_000);
+        sf.on_ack(t, &ack(0, &[(1, 3)]), &mut cc, &[]);
+        assert_eq!(sf.ca_state(), CaState::Open);
+        assert_eq!(sf.next_retransmit(), None);
+        sf.on_ack(t, &ack(0, &[(1, 4)]), &mut cc, &[]);
+        assert_eq!(sf.ca_state(), CaState::Recovery);
+        // ssthresh = cwnd / 2 (Reno), segment 0 is lost and goes first.
+        assert_eq!(sf.cc.ssthresh, 5);
+        assert_eq!(sf.next_retransmit(), Some(0));
+        // pipe = 10 - 3 sacked - 1 lost = 6 > ssthresh: PRR still lets the retransmit out.
+        assert!(sf.cwnd_space() >= 1);
+        let seg = sf.transmit_retransmit(t, 0, &mut cc);
+        assert_eq!(seg.dseq, 0);
+        assert_eq!(sf.in_flight(), 7);
+        // The retransmission is ACKed with everything up to 4: recovery point is 10.
+        sf.on_ack(Time(200_000_000), &ack(4, &[]), &mut cc, &[]);
+        assert_eq!(sf.ca_state(), CaState::Recovery);
+        sf.on_ack(Time(200_000_000), &ack(10, &[]), &mut cc, &[]);
+        assert_eq!(sf.ca_state(), CaState::Open);
+        assert_eq!(sf.cwnd(), 5);
+        assert_eq!(sf.stats.retransmits, 1);
+    }
+
+    #[test]
+    fn prr_sends_about_half_as_many_as_were_delivered() {
+        let (mut sf, mut cc) = sent(100);
+        sf.cwnd_validate(true);
+        sf.cc.cwnd = 100;
+        let t = Time(100_000_000);
+        // Segment 0 lost; SACKs for 1..=3 enter recovery.
+        sf.on_ack(t, &ack(0, &[(1, 4)]), &mut cc, &[]);
+        assert_eq!(sf.cc.ssthresh, 50);
+        let mut sent_in_recovery = 0;
+        for s in 4..100 {
+            sf.on_ack(t, &ack(0, &[(1, s + 1)]), &mut cc, &[]);
+            while sf.cwnd_space() > 0 {
+                if let Some(seq) = sf.next_retransmit() {
+                    sf.transmit_retransmit(t, seq, &mut cc);
+                } else {
+                    let d = sf.snd_nxt();
+                    sf.transmit_new(t, d, 1448, &mut cc);
+                }
+                sent_in_recovery += 1;
+            }
+        }
+        // 99 segments delivered during recovery at ratio ssthresh / prior_cwnd = 1/2.
+        assert!((48..=52).contains(&sent_in_recovery), "{sent_in_recovery}");
+    }
+
+    #[test]
+    fn rto_marks_everything_lost_and_backs_off() {
+        let (mut sf, mut cc) = sent(10);
+        let fire = sf.rto_at().unwrap();
+        assert_eq!(fire, Time(1_000_000_000));
+        sf.on_rto(fire, &mut cc, &[]);
+        assert_eq!(sf.cwnd(), 1);
+        assert_eq!(sf.cc.ssthresh, 5);
+        assert_eq!(sf.ca_state(), CaState::Loss);
+        assert_eq!(sf.in_flight(), 0);
+        assert_eq!(sf.next_retransmit(), Some(0));
+        sf.transmit_retransmit(fire, 0, &mut cc);
+        assert_eq!(sf.cwnd_space(), 0);
+        // Backed off: 2 s after the first RTO.
+        assert_eq!(sf.rto_at(), Some(fire + Dur::from_secs(2)));
+        // Slow start after the retransmission is ACKed.
+        sf.cwnd_validate(true);
+        sf.on_ack(fire + Dur::from_millis(50), &ack(1, &[]), &mut cc, &[]);
+        assert_eq!(sf.cwnd(), 2);
+        assert_eq!(sf.next_retransmit(), Some(1));
+    }
+
+    #[test]
+    fn window_does_not_grow_when_not_cwnd_limited() {
+        let (mut sf, mut cc) = sent(2);
+        sf.cwnd_validate(false);
+        sf.cc.ssthresh = 10; // congestion avoidance
+        sf.on_ack(Time(1_000_000), &ack(2, &[]), &mut cc, &[]);
+        assert_eq!(sf.cwnd(), 10);
+    }
+
+    #[test]
+    fn penalization_halves_cwnd_and_ssthresh_outside_slow_start() {
+        let mut sf = SubflowTx::new(0, Time::ZERO);
+        sf.cc.cwnd = 40;
+        sf.cc.ssthresh = 30;
+        sf.penalize(Time(5));
+        assert_eq!((sf.cwnd(), sf.cc.ssthresh), (20, 15));
+        sf.cc.ssthresh = 100;
+        sf.penalize(Time(6));
+        assert_eq!((sf.cwnd(), sf.cc.ssthresh), (10, 100));
+    }
+}

@@ -1,0 +1,104 @@
+//! Sizes and rates. Sequence space inside the model counts segments (as Linux's cwnd and
+//! scoreboard count skbs); `Bytes` is for buffers, payloads and wire sizes.
+
+use crate::time::Dur;
+use std::ops::{Add, AddAssign, Sub, SubAssign};
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Bytes(pub u64);
+
+impl Add for Bytes {
+    type Output = Bytes;
+    fn add(self, b: Bytes) -> Bytes {
+        Bytes(self.0 + b.0)
+    }
+}
+impl AddAssign for Bytes {
+    fn add_assign(&mut self, b: Bytes) {
+        self.0 += b.0;
+    }
+}
+impl Sub for Bytes {
+    type Output = Bytes;
+    fn sub(self, b: Bytes) -> Bytes {
+        Bytes(self.0.saturating_sub(b.0))
+    }
+}
+impl SubAssign for Bytes {
+    fn sub_assign(&mut self, b: Bytes) {
+        self.0 = self.0.saturating_sub(b.0);
+    }
+}
+
+/// A link rate in bits per second.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Rate {
+    pub bps: u64,
+}
+
+impl Rate {
+    pub const fn bps(bps: u64) -> Rate {
+        Rate { bps }
+    }
+    pub const fn mbps(m: u64) -> Rate {
+        Rate { bps: m * 1_000_000 }
+    }
+    /// Time to serialize `bytes` at this rate, rounded up to the next nanosecond so that a
+    /// link never runs faster than configured.
+    pub fn tx_time(self, bytes: u64) -> Dur {
+        let bits = bytes as u128 * 8 * 1_000_000_000;
+        Dur(bits.div_ceil(self.bps as u128) as u64)
+    }
+    /// Bytes this rate carries in `d` (the bandwidth-delay product).
+    pub fn bytes_in(self, d: Dur) -> u64 {
+        (self.bps as u128 * d.0 as u128 / 8 / 1_000_000_000) as u64
+    }
+}
+
+/// Wire and payload sizes of the modelled TCP/IP packets.
+///
+/// A full data packet is 1500 bytes on the wire: 20 (IPv4) + 20 (TCP) + 12 (timestamps
+/// option, RFC 7323) header bytes and an MSS of 1448 payload bytes. MPTCP's DSS option is
+/// carried within the same 1500 bytes (the kernel lowers the MSS only when options do not fit;
+/// the papers report MSS 1448 on both), so payload per packet is the same for TCP and MPTCP.
+pub mod wire {
+    pub const MSS: u32 = 1448;
+    pub const HEADER: u32 = 52;
+    pub const MTU: u32 = MSS + HEADER;
+    /// A pure ACK: IP + TCP + timestamps.
+    pub const ACK: u32 = HEADER;
+    /// Each SACK block costs 8 bytes plus 2 bytes of kind/length (padded to 4).
+    pub fn sack_option(blocks: usize) -> u32 {
+        if blocks == 0 {
+            0
+        } else {
+            (2 + 8 * blocks as u32).next_multiple_of(4)
+        }
+    }
+    /// RFC 8684 DSS option carrying a 64-bit Data ACK (3.3): 4 + 8 bytes.
+    pub const DSS_DATA_ACK: u32 = 12;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tx_time_of_a_full_packet_at_30mbps() {
+        // 1500 B x 8 / 30e6 = 400 us exactly.
+        assert_eq!(Rate::mbps(30).tx_time(1500), Dur::from_micros(400));
+        // Rounds up: 1 byte at 3 bit/s = 2.666..s -> 2666666667 ns.
+        assert_eq!(Rate::bps(3).tx_time(1), Dur(2_666_666_667));
+    }
+
+    #[test]
+    fn bdp() {
+        assert_eq!(Rate::mbps(30).bytes_in(Dur::from_millis(40)), 150_000);
+    }
+
+    #[test]
+    fn sack_option_sizes() {
+        assert_eq!(wire::sack_option(1), 12);
+        assert_eq!(wire::sack_option(3), 28);
+    }
+}

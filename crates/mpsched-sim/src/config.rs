@@ -1,0 +1,169 @@
+//! The normalized scenario the simulator runs: every quantity an integer in base units
+//! (nanoseconds, bytes, bits per second). The Python layer parses and validates the
+//! user-facing TOML and produces this; the simulator validates again so that no input can
+//! make it panic, and names the offending field when it refuses.
+
+use mpsched_core::cc::CcKind;
+use mpsched_core::link::{LinkConfig, QueueLimit};
+use mpsched_core::sched;
+use mpsched_core::{Dur, Rate};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub duration_ns: u64,
+    pub seed: u64,
+    pub protocol: Protocol,
+    pub scheduler: String,
+    #[serde(default)]
+    pub scheduler_params: BTreeMap<String, serde_json::Value>,
+    pub congestion: String,
+    pub sndbuf_bytes: u64,
+    pub rcvbuf_bytes: u64,
+    pub workload: Workload,
+    pub paths: Vec<PathConfig>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    Mptcp,
+    Tcp,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Workload {
+    Bulk,
+    File { size_bytes: u64 },
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathConfig {
+    pub name: String,
+    pub down: LinkSpec,
+    pub up: LinkSpec,
+    #[serde(default)]
+    pub schedule: Vec<Change>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    pub rate_bps: u64,
+    pub delay_ns: u64,
+    pub loss: f64,
+    pub queue: QueueSpec,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QueueSpec {
+    Bytes(u64),
+    Packets(u64),
+    TimeNs(u64),
+}
+
+/// A change of a path's properties during the run.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Change {
+    pub at_ns: u64,
+    #[serde(default)]
+    pub rate_bps: Option<u64>,
+    #[serde(default)]
+    pub delay_down_ns: Option<u64>,
+    #[serde(default)]
+    pub delay_up_ns: Option<u64>,
+}
+
+impl LinkSpec {
+    pub fn to_link(&self) -> LinkConfig {
+        LinkConfig {
+            rate: Rate::bps(self.rate_bps),
+            delay: Dur(self.delay_ns),
+            queue: match self.queue {
+                QueueSpec::Bytes(b) => QueueLimit::Bytes(b),
+                QueueSpec::Packets(p) => QueueLimit::Packets(p),
+                QueueSpec::TimeNs(t) => QueueLimit::Time(Dur(t)),
+            },
+            loss: self.loss,
+        }
+    }
+
+    fn validate(&self, field: &str) -> Result<(), String> {
+        if self.rate_bps == 0 {
+            return Err(format!("{field}.rate_bps: must be > 0"));
+        }
+        if !(0.0..1.0).contains(&self.loss) {
+            return Err(format!(
+                "{field}.loss: must be in [0, 1), got {}",
+                self.loss
+            ));
+        }
+        if self.delay_ns > 3_600_000_000_000 {
+            return Err(format!("{field}.delay_ns: more than an hour"));
+        }
+        Ok(())
+    }
+}
+
+impl Config {
+    pub fn from_json(s: &str) -> Result<Config, String> {
+        let cfg: Config = serde_json::from_str(s).map_err(|e| format!("scenario: {e}"))?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    pub fn cc(&self) -> CcKind {
+        CcKind::parse(&self.congestion).expect("validated")
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        if self.duration_ns == 0 {
+            return Err("duration_ns: must be > 0".into());
+        }
+        if sched::lookup(&self.scheduler).is_none() {
+            let names: Vec<_> = sched::REGISTRY.iter().map(|s| s.name).collect();
+            return Err(format!(
+                "scheduler: unknown scheduler '{}' (known: {})",
+                self.scheduler,
+                names.join(", ")
+            ));
+        }
+        if CcKind::parse(&self.congestion).is_none() {
+            return Err(format!(
+                "congestion: unknown congestion control '{}' (known: reno, cubic, lia, olia)",
+                self.congestion
+            ));
+        }
+        if self.sndbuf_bytes == 0 {
+            return Err("sndbuf_bytes: must be > 0".into());
+        }
+        if self.rcvbuf_bytes == 0 {
+            return Err("rcvbuf_bytes: must be > 0".into());
+        }
+        if let Workload::File { size_bytes: 0 } = self.workload {
+            return Err("workload.size_bytes: must be > 0".into());
+        }
+        if self.paths.is_empty() {
+            return Err("paths: at least one path is needed".into());
+        }
+        if self.paths.len() > 32 {
+            return Err("paths: at most 32 paths".into());
+        }
+        for (i, p) in self.paths.iter().enumerate() {
+            p.down.validate(&format!("paths[{i}].down"))?;
+            p.up.validate(&format!("paths[{i}].up"))?;
+            for (k, c) in p.schedule.iter().enumerate() {
+                if c.rate_bps == Some(0) {
+                    return Err(format!("paths[{i}].schedule[{k}].rate_bps: must be > 0"));
+                }
+            }
+        }
+        Ok(())
+    }
+}

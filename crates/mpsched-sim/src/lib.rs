@@ -1,0 +1,18 @@
+//! mpsched-sim: drives the sans-IO core in virtual time.
+
+pub mod build;
+pub mod config;
+pub mod event;
+pub mod sim;
+pub mod summary;
+
+pub use config::Config;
+pub use event::bench_event_queue;
+pub use sim::{RunOutput, Simulation, Traces};
+pub use summary::Summary;
+
+/// Runs a normalized scenario given as JSON.
+pub fn run_json(config_json: &str, trace: bool) -> Result<RunOutput, String> {
+    let cfg = Config::from_json(config_json)?;
+    Ok(Simulation::new(cfg, trace)?.run())
+}
