@@ -16,3 +16,8 @@ pub fn run_json(config_json: &str, trace: bool) -> Result<RunOutput, String> {
     let cfg = Config::from_json(config_json)?;
     Ok(Simulation::new(cfg, trace)?.run())
 }
+
+/// The summary as the JSON object the command line prints.
+pub fn summary_json(s: &Summary) -> Result<String, serde_json::Error> {
+    serde_json::to_string(s)
+}
