@@ -16,10 +16,7 @@ fn le_bytes<T: Copy, const N: usize>(v: &[T], f: impl Fn(T) -> [u8; N]) -> Vec<u
     out
 }
 
-fn columns<'py>(
-    py: Python<'py>,
-    cols: Vec<(&str, &str, Vec<u8>)>,
-) -> PyResult<Bound<'py, PyDict>> {
+fn columns<'py>(py: Python<'py>, cols: Vec<(&str, &str, Vec<u8>)>) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     for (name, dtype, bytes) in cols {
         d.set_item(name, (dtype, PyBytes::new(py, &bytes)))?;
@@ -37,13 +34,21 @@ fn traces_to_py<'py>(py: Python<'py>, t: &Traces) -> PyResult<Bound<'py, PyDict>
             vec![
                 ("t_ns", "u64", le_bytes(&a.t_ns, u64::to_le_bytes)),
                 ("subflow", "u8", a.subflow.clone()),
-                ("data_ack_bytes", "u64", le_bytes(&a.data_ack_bytes, u64::to_le_bytes)),
+                (
+                    "data_ack_bytes",
+                    "u64",
+                    le_bytes(&a.data_ack_bytes, u64::to_le_bytes),
+                ),
                 (
                     "data_ack_step_bytes",
                     "u64",
                     le_bytes(&a.data_ack_step_bytes, u64::to_le_bytes),
                 ),
-                ("cwnd_segments", "u32", le_bytes(&a.cwnd_segments, u32::to_le_bytes)),
+                (
+                    "cwnd_segments",
+                    "u32",
+                    le_bytes(&a.cwnd_segments, u32::to_le_bytes),
+                ),
                 (
                     "in_flight_segments",
                     "u32",
@@ -59,7 +64,11 @@ fn traces_to_py<'py>(py: Python<'py>, t: &Traces) -> PyResult<Bound<'py, PyDict>
         )?,
     )?;
     // Both per-segment streams are in data sequence order: zip them.
-    let n = t.sent.first_sent_ns.len().min(t.delivery.delivered_ns.len());
+    let n = t
+        .sent
+        .first_sent_ns
+        .len()
+        .min(t.delivery.delivered_ns.len());
     let dseq: Vec<u64> = (0..n as u64).collect();
     let s = &t.sent;
     let d = &t.delivery;
@@ -69,7 +78,11 @@ fn traces_to_py<'py>(py: Python<'py>, t: &Traces) -> PyResult<Bound<'py, PyDict>
             py,
             vec![
                 ("dseq", "u64", le_bytes(&dseq, u64::to_le_bytes)),
-                ("len_bytes", "u32", le_bytes(&d.len_bytes[..n], u32::to_le_bytes)),
+                (
+                    "len_bytes",
+                    "u32",
+                    le_bytes(&d.len_bytes[..n], u32::to_le_bytes),
+                ),
                 ("subflow", "u8", d.subflow[..n].to_vec()),
                 (
                     "transmissions",
@@ -106,9 +119,8 @@ fn run<'py>(
     trace: bool,
 ) -> PyResult<(String, Option<Bound<'py, PyDict>>)> {
     let json = config_json.to_owned();
-    let result = py.allow_threads(move || {
-        catch_unwind(AssertUnwindSafe(|| run_json(&json, trace)))
-    });
+    let result =
+        py.allow_threads(move || catch_unwind(AssertUnwindSafe(|| run_json(&json, trace))));
     let out = match result {
         Ok(Ok(out)) => out,
         Ok(Err(msg)) => return Err(PyValueError::new_err(msg)),

@@ -38,7 +38,8 @@ pub struct SubflowSummary {
     pub min_rtt_ms: f64,
     pub cwnd_segments: u32,
     pub mean_free_cwnd_at_ack: f64,
-    pub peak_free_cwnd_at_ack: u32,
+    pub p99_free_cwnd_at_ack: u64,
+    pub peak_free_cwnd_at_ack: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -108,12 +109,9 @@ pub fn build(
                 srtt_ms: sf.srtt().as_millis_f64(),
                 min_rtt_ms: sf.rtt().min_rtt().map_or(0.0, |d| d.as_millis_f64()),
                 cwnd_segments: sf.cwnd(),
-                mean_free_cwnd_at_ack: if acks.acks == 0 {
-                    0.0
-                } else {
-                    acks.free_cwnd_sum as f64 / acks.acks as f64
-                },
-                peak_free_cwnd_at_ack: acks.free_cwnd_peak,
+                mean_free_cwnd_at_ack: acks.free_cwnd.mean(),
+                p99_free_cwnd_at_ack: acks.free_cwnd.quantile(0.99),
+                peak_free_cwnd_at_ack: acks.free_cwnd.max(),
             }
         })
         .collect();

@@ -541,8 +541,8 @@ mod tests {
         assert_eq!(st.cwnd, 70);
 
         // RFC 9438 4.2: W(t) = C (t - K)^3 + W_max, K = cbrt((W_max - cwnd_epoch) / C).
-        let (c, w_max) = (0.4, 100.0);
-        let k = ((w_max - 70.0) / c as f64).cbrt();
+        let (c, w_max) = (0.4f64, 100.0f64);
+        let k = ((w_max - 70.0) / c).cbrt();
         let w = |t: f64| c * (t - k).powi(3) + w_max;
         let epoch = now;
         let mut checked = 0;
@@ -587,7 +587,7 @@ mod tests {
                 st.in_flight = st.cwnd - 1;
                 cc.pkts_acked(0, &st, &sample(rtt), now);
                 sent += 1;
-                if sent % loss_every == 0 {
+                if sent.is_multiple_of(loss_every) {
                     loss(cc, &mut st, now);
                 } else {
                     cc.cong_avoid(0, &mut st, 1, now, &[]);

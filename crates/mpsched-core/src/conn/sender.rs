@@ -153,11 +153,11 @@ pub struct Shared {
     pub penalize: Vec<usize>,
 }
 
+/// The free congestion-window space each ACK leaves (STMS Figs. 6 and 11): large values
+/// mean the subflow is about to send a burst.
 #[derive(Clone, Debug, Default)]
 pub struct SubflowAckStats {
-    pub acks: u64,
-    pub free_cwnd_sum: u64,
-    pub free_cwnd_peak: u32,
+    pub free_cwnd: Histogram,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -269,10 +269,7 @@ impl Sender {
 
         let sf = &self.subflows[i];
         let free = sf.cwnd_space();
-        let st = &mut self.stats.per_subflow[i];
-        st.acks += 1;
-        st.free_cwnd_sum += free as u64;
-        st.free_cwnd_peak = st.free_cwnd_peak.max(free);
+        self.stats.per_subflow[i].free_cwnd.record(free as u64);
         if let Some(t) = self.ack_trace.as_mut() {
             t.t_ns.push(now.as_nanos());
             t.subflow.push(i as u8);
