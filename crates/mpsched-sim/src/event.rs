@@ -64,16 +64,14 @@ pub fn bench_event_queue(events: u64, pending: u64) -> f64 {
         heap.push(Reverse((x % 1_000_000, i)));
     }
     let start = std::time::Instant::now();
-    let mut seq = pending;
     let mut acc = 0u64;
-    for _ in 0..events {
+    for seq in pending..pending + events {
         let Reverse((t, s)) = heap.pop().expect("non-empty");
         acc = acc.wrapping_add(s);
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
         heap.push(Reverse((t + x % 1_000_000, seq)));
-        seq += 1;
     }
     let secs = start.elapsed().as_secs_f64();
     std::hint::black_box(acc);

@@ -216,6 +216,7 @@ impl Simulation {
             self.processed,
             wall_s,
         );
+        self.server.finish_trace();
         let traces = self.server.ack_trace.take().map(|acks| Traces {
             acks,
             sent: self.server.sent_trace.take().unwrap_or_default(),
@@ -228,7 +229,7 @@ impl Simulation {
         let l = (c - FIRST_LINK) as usize;
         let now = self.now;
         while let Some(pkt) = self.links[l].poll_deliver(now) {
-            if l % 2 == 0 {
+            if l.is_multiple_of(2) {
                 self.client.handle_data(now, &pkt);
                 self.flush_client();
             } else {

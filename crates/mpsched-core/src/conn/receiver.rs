@@ -161,19 +161,19 @@ impl Receiver {
             return false;
         }
         let had_hole = self.ooo_count > 0;
-        self.to_application(now, held);
+        self.hand_to_application(now, held);
         if had_hole {
             while let Some(front) = self.ooo.pop_front() {
                 let Some(h) = front else { break };
                 self.ooo_count -= 1;
                 self.ooo_bytes -= h.len as u64;
-                self.to_application(now, h);
+                self.hand_to_application(now, h);
             }
         }
         had_hole
     }
 
-    fn to_application(&mut self, now: Time, h: Held) {
+    fn hand_to_application(&mut self, now: Time, h: Held) {
         self.data_rcv_nxt += 1;
         self.stats.delivered_bytes += h.len as u64;
         self.stats.delivered_by_subflow[h.subflow as usize] += h.len as u64;

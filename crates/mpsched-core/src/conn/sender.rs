@@ -367,6 +367,16 @@ impl Sender {
         self.out.push_back(Packet::data(i as u8, seg));
     }
 
+    /// Ends the traces: segments sent but not yet Data-ACKed are recorded as they stand.
+    pub fn finish_trace(&mut self) {
+        if let Some(t) = self.sent_trace.as_mut() {
+            for s in self.data.segs.iter().take_while(|s| s.transmissions > 0) {
+                t.first_sent_ns.push(s.first_sent.as_nanos());
+                t.transmissions.push(s.transmissions);
+            }
+        }
+    }
+
     // ----- output -----
 
     pub fn poll_transmit(&mut self) -> Option<Packet> {

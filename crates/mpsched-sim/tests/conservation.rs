@@ -1,0 +1,127 @@
+//! Conservation over random scenarios: whatever the paths, losses and buffers, every byte the
+//! application writes reaches the other application exactly once and in order, the run ends,
+//! and nothing panics.
+
+use mpsched_core::rng::Rng;
+use mpsched_core::units::wire::MSS;
+use mpsched_sim::build::*;
+use mpsched_sim::config::{Change, Config, LinkSpec, PathConfig, Protocol, QueueSpec, Workload};
+use mpsched_sim::Simulation;
+
+fn log_uniform(r: &mut Rng, lo: f64, hi: f64) -> f64 {
+    (lo.ln() + r.next_f64() * (hi.ln() - lo.ln())).exp()
+}
+
+fn random_queue(r: &mut Rng) -> QueueSpec {
+    // From 2 segments to 64 MiB, in each of the three forms.
+    match r.below(3) {
+        0 => QueueSpec::Packets(2 + r.below(2000)),
+        1 => QueueSpec::Bytes(log_uniform(r, 3000.0, 64.0 * MIB as f64) as u64),
+        _ => QueueSpec::TimeNs(log_uniform(r, 0.2e6, 2e9) as u64),
+    }
+}
+
+fn random_scenario(case: u64) -> Config {
+    let mut r = Rng::new(0xC0FFEE, case);
+    let n = 1 + r.below(4) as usize;
+    let paths = (0..n)
+        .map(|i| {
+            let rate = log_uniform(&mut r, 1e6, 1e9) as u64;
+            let rtt = log_uniform(&mut r, 1e6, 1e9) as u64;
+            let loss = if r.chance(0.3) {
+                0.0
+            } else {
+                r.next_f64() * 0.05
+            };
+            let ack_loss = if r.chance(0.7) {
+                0.0
+            } else {
+                r.next_f64() * 0.05
+            };
+            let up_rate = if r.chance(0.5) {
+                rate
+            } else {
+                log_uniform(&mut r, 1e6, 1e9) as u64
+            };
+            PathConfig {
+                name: format!("p{i}"),
+                down: LinkSpec {
+                    rate_bps: rate,
+                    delay_ns: rtt / 2,
+                    loss,
+                    queue: random_queue(&mut r),
+                },
+                up: LinkSpec {
+                    rate_bps: up_rate,
+                    delay_ns: rtt - rtt / 2,
+                    loss: ack_loss,
+                    queue: random_queue(&mut r),
+                },
+                schedule: if r.chance(0.3) {
+                    vec![Change {
+                        at_ns: r.below(5 * S),
+                        rate_bps: Some(log_uniform(&mut r, 1e6, 1e9) as u64),
+                        delay_down_ns: Some(log_uniform(&mut r, 0.5e6, 0.5e9) as u64),
+                        delay_up_ns: None,
+                    }]
+                } else {
+                    vec![]
+                },
+            }
+        })
+        .collect();
+    let scheds = ["minrtt", "default", "rr"];
+    let ccs = ["reno", "cubic", "lia", "olia"];
+    let mut c = scenario(paths, scheds[r.below(3) as usize], 3600 * S);
+    c.seed = case;
+    c.congestion = ccs[r.below(4) as usize].into();
+    if r.chance(0.2) {
+        c.protocol = Protocol::Tcp;
+    }
+    c.sndbuf_bytes = log_uniform(&mut r, 2.0 * MSS as f64, 64.0 * MIB as f64) as u64;
+    c.rcvbuf_bytes = log_uniform(&mut r, 2.0 * MSS as f64, 64.0 * MIB as f64) as u64;
+    c.workload = Workload::File {
+        size_bytes: 1 + r.below(4_000_000),
+    };
+    c
+}
+
+#[test]
+fn every_byte_arrives_exactly_once_and_in_order() {
+    for case in 0..500 {
+        let cfg = random_scenario(case);
+        let Workload::File { size_bytes } = cfg.workload else {
+            unreachable!()
+        };
+        let desc = format!("case {case}: {cfg:?}");
+        let out = Simulation::new(cfg, true).unwrap().run();
+        let s = &out.summary;
+        assert!(s.completion_s.is_some(), "did not complete: {desc}\n{s:?}");
+        assert_eq!(s.bytes_delivered, size_bytes, "{desc}");
+        let t = out.traces.unwrap();
+        let d = &t.delivery;
+        let nsegs = size_bytes.div_ceil(MSS as u64) as usize;
+        // One delivery per data segment, each segment's bytes once, in time order.
+        assert_eq!(d.len_bytes.len(), nsegs, "{desc}");
+        assert_eq!(
+            d.len_bytes.iter().map(|&l| l as u64).sum::<u64>(),
+            size_bytes,
+            "{desc}"
+        );
+        assert!(d.delivered_ns.windows(2).all(|w| w[0] <= w[1]), "{desc}");
+        assert!(
+            d.first_received_ns
+                .iter()
+                .zip(&d.delivered_ns)
+                .all(|(a, b)| a <= b),
+            "{desc}"
+        );
+        // Everything delivered was sent, before it was received.
+        let sent = &t.sent;
+        assert!(sent.first_sent_ns.len() >= nsegs, "{desc}");
+        for i in 0..nsegs {
+            assert!(sent.transmissions[i] >= 1, "{desc}");
+            assert!(sent.first_sent_ns[i] <= d.first_received_ns[i], "{desc}");
+        }
+    }
+}
