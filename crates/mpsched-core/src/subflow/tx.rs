@@ -467,7 +467,7 @@ impl SubflowTx {
             }
         }
 
-        self.update_ca_state(now, out.delivered, cc, all);
+        self.update_ca_state(now, out.delivered, out.una_advanced, cc, all);
         out
     }
 
@@ -510,6 +510,7 @@ impl SubflowTx {
         &mut self,
         now: Time,
         delivered: u32,
+        una_advanced: bool,
         cc: &mut dyn CongestionControl,
         all: &[CcState],
     ) {
@@ -544,7 +545,9 @@ impl SubflowTx {
         match self.ca_state {
             CaState::Recovery => self.prr(delivered),
             CaState::Open | CaState::Loss => {
-                if delivered > 0 && self.cwnd_limited() {
+                // Linux `tcp_may_raise_cwnd`: grow only when the cumulative ACK advances
+                // (RFC 5681 3.1), by everything newly delivered (ACKed or SACKed).
+                if delivered > 0 && una_advanced && self.cwnd_limited() {
                     let mut st = self.cc_snapshot();
                     cc.cong_avoid(self.id as usize, &mut st, delivered, now, all);
                     self.cc.cwnd = st.cwnd.max(1);
@@ -684,7 +687,10 @@ mod tests {
         assert_eq!(sf.ca_state(), CaState::Recovery);
         sf.on_ack(Time(200_000_000), &ack(10, &[]), &mut cc, &[]);
         assert_eq!(sf.ca_state(), CaState::Open);
-        assert_eq!(sf.cwnd(), 5);
+        // cwnd = ssthresh on leaving recovery, then (as Linux's `tcp_cong_control` does on the
+        // same ACK) congestion avoidance counts the 6 delivered segments: 5 -> 6.
+        assert_eq!(sf.cc.ssthresh, 5);
+        assert_eq!(sf.cwnd(), 6);
         assert_eq!(sf.stats.retransmits, 1);
     }
 
