@@ -241,3 +241,6 @@ pub fn lowest_rtt_available(views: &[SubflowView], exclude: SubflowSet) -> Optio
     // Regular subflows before backup ones.
     pick(false).or_else(|| pick(true))
 }
+
+#[cfg(test)]
+mod tests;
