@@ -68,11 +68,9 @@ def run_cli(capsys: pytest.CaptureFixture[str]):
 
 @pytest.fixture
 def native() -> ModuleType:
-    """The real compiled simulator."""
-    try:
-        from mpsched import _native
-    except ImportError:
-        pytest.skip("mpsched._native is not built yet")
+    """The real compiled simulator (built by `pip install -e .`)."""
+    from mpsched import _native
+
     return _native
 
 

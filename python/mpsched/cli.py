@@ -39,7 +39,12 @@ def _int(value: Any) -> str:
 def _stats(stats: Any, keys: Sequence[str], unit: str) -> str:
     if not isinstance(stats, dict):
         return "-"
-    return "  ".join(f"{key} {_num(stats.get(key), ',.2f', unit)}" for key in keys)
+    parts = []
+    for key in keys:
+        value = stats.get(key)
+        spec = ",d" if isinstance(value, int) and not isinstance(value, bool) else ",.2f"
+        parts.append(f"{key} {_num(value, spec, unit)}")
+    return "  ".join(parts)
 
 
 def _rate(events: Any, seconds: Any) -> float | None:
