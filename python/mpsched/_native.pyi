@@ -5,8 +5,8 @@ The contract between Python and the Rust simulator:
 ``run(config_json, trace)`` takes a *normalized* scenario (every quantity already an integer in
 base units, every field present) as a JSON string and returns ``(summary_json, traces)``.
 ``traces`` is ``None`` unless ``trace`` is true; then it maps a table name ("segments", "acks")
-to its columns, each column a ``(dtype, little-endian bytes)`` pair with dtype one of
-"i64", "u64", "u32", "u16", "u8", "f64".
+("segments", "acks", "scheduler") to its columns, each column a ``(dtype, little-endian bytes)``
+pair with dtype one of "i64", "u64", "u32", "u16", "u8", "f64", or ``("str", list[str])``.
 
 Bad input raises ``ValueError`` whose message starts with the offending field; an internal
 failure raises ``RuntimeError``. Nothing panics across the boundary.
@@ -35,7 +35,7 @@ Normalized scenario (all keys required)::
 from typing import Literal
 
 Dtype = Literal["i64", "u64", "u32", "u16", "u8", "f64"]
-Columns = dict[str, tuple[Dtype, bytes]]
+Columns = dict[str, tuple[Dtype, bytes] | tuple[Literal["str"], list[str]]]
 
 def run(config_json: str, trace: bool) -> tuple[str, dict[str, Columns] | None]: ...
 def schedulers() -> list[tuple[str, str, str]]:

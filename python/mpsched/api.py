@@ -69,6 +69,9 @@ def table_from_columns(columns: Mapping[str, tuple[str, bytes]]) -> pa.Table:
 
     arrays: dict[str, pa.Array] = {}
     for name, (dtype, data) in columns.items():
+        if dtype == "str":
+            arrays[name] = pa.array(data, type=pa.string())
+            continue
         try:
             numpy_dtype = _DTYPES[dtype]
         except KeyError:

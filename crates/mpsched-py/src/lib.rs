@@ -107,6 +107,20 @@ fn traces_to_py<'py>(py: Python<'py>, t: &Traces) -> PyResult<Bound<'py, PyDict>
             ],
         )?,
     )?;
+    let sc = &t.scheduler;
+    let sched = PyDict::new(py);
+    let t_ns: Vec<u64> = sc.iter().map(|s| s.t.as_nanos()).collect();
+    let value: Vec<f64> = sc.iter().map(|s| s.value).collect();
+    sched.set_item(
+        "t_ns",
+        ("u64", PyBytes::new(py, &le_bytes(&t_ns, u64::to_le_bytes))),
+    )?;
+    sched.set_item("key", ("str", sc.iter().map(|s| s.key).collect::<Vec<_>>()))?;
+    sched.set_item(
+        "value",
+        ("f64", PyBytes::new(py, &le_bytes(&value, f64::to_le_bytes))),
+    )?;
+    out.set_item("scheduler", sched)?;
     Ok(out)
 }
 

@@ -118,6 +118,24 @@ impl Config {
         Ok(cfg)
     }
 
+    /// The scheduler parameters, typed.
+    pub fn sched_params(&self) -> Result<sched::SchedParams, String> {
+        let mut p = sched::SchedParams::new();
+        for (k, v) in &self.scheduler_params {
+            let v = match v {
+                serde_json::Value::Number(n) => {
+                    sched::ParamValue::Num(n.as_f64().unwrap_or(f64::NAN))
+                }
+                serde_json::Value::String(s) => sched::ParamValue::Str(s.clone()),
+                other => return Err(format!(
+                    "connection.scheduler_params.{k}: expected a number or a string, got {other}"
+                )),
+            };
+            p.insert(k, v);
+        }
+        Ok(p)
+    }
+
     pub fn cc(&self) -> CcKind {
         CcKind::parse(&self.congestion).expect("validated")
     }
@@ -126,13 +144,9 @@ impl Config {
         if self.duration_ns == 0 {
             return Err("duration_ns: must be > 0".into());
         }
-        if sched::lookup(&self.scheduler).is_none() {
-            let names: Vec<_> = sched::REGISTRY.iter().map(|s| s.name).collect();
-            return Err(format!(
-                "scheduler: unknown scheduler '{}' (known: {})",
-                self.scheduler,
-                names.join(", ")
-            ));
+        if self.protocol == Protocol::Mptcp {
+            // Builds once to check the name and the parameters.
+            sched::build(&self.scheduler, &self.sched_params()?)?;
         }
         if CcKind::parse(&self.congestion).is_none() {
             return Err(format!(

@@ -12,7 +12,7 @@ use mpsched_core::conn::sender::SubflowConfig;
 use mpsched_core::conn::{Receiver, ReceiverConfig, Sender, SenderConfig};
 use mpsched_core::link::Link;
 use mpsched_core::rng::Rng;
-use mpsched_core::sched;
+use mpsched_core::sched::{self, SchedSample};
 use mpsched_core::trace::{AckTrace, DeliveryTrace, SentTrace};
 use mpsched_core::{Bytes, Dur, Rate, Time};
 
@@ -29,6 +29,7 @@ pub struct Traces {
     pub acks: AckTrace,
     pub sent: SentTrace,
     pub delivery: DeliveryTrace,
+    pub scheduler: Vec<SchedSample>,
 }
 
 pub struct RunOutput {
@@ -111,12 +112,11 @@ impl Simulation {
             Workload::Bulk => None,
             Workload::File { size_bytes } => Some(Bytes(size_bytes)),
         };
-        let scheduler = if mptcp {
-            cfg.scheduler.as_str()
+        let sched = if mptcp {
+            sched::build(&cfg.scheduler, &cfg.sched_params()?)?
         } else {
-            "minrtt"
+            sched::build("minrtt", &sched::SchedParams::new())?
         };
-        let sched = (sched::lookup(scheduler).expect("validated").build)();
         let server = Sender::new(
             SenderConfig {
                 mptcp,
@@ -217,8 +217,10 @@ impl Simulation {
             wall_s,
         );
         self.server.finish_trace();
+        let sched_trace = self.server.take_sched_trace();
         let traces = self.server.ack_trace.take().map(|acks| Traces {
             acks,
+            scheduler: sched_trace,
             sent: self.server.sent_trace.take().unwrap_or_default(),
             delivery: self.client.trace.take().unwrap_or_default(),
         });

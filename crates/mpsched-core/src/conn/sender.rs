@@ -17,7 +17,7 @@
 use crate::cc::{CcState, CongestionControl};
 use crate::conn::stats::Histogram;
 use crate::packet::{Ack, DataSeg, Packet, Payload};
-use crate::sched::{Decision, Reason, SchedCtx, Scheduler, SubflowSet, SubflowView};
+use crate::sched::{Decision, Reason, SchedCtx, SchedSample, Scheduler, SubflowSet, SubflowView};
 use crate::subflow::SubflowTx;
 use crate::time::{Dur, Time};
 use crate::trace::{AckTrace, SentTrace};
@@ -114,6 +114,10 @@ impl DataQueue {
     pub fn sndbuf_full(&self) -> bool {
         self.segs.len() as u64 >= self.sndbuf_segs
     }
+    /// Byte offset of the first never-sent segment.
+    pub fn first_unsent_offset(&self) -> u64 {
+        self.unsent().next().unwrap_or(self.written_end()) * MSS
+    }
     pub fn right_edge(&self) -> u64 {
         self.right_edge
     }
@@ -151,6 +155,7 @@ impl DataQueue {
 pub struct Shared {
     pub reinject: VecDeque<u64>,
     pub penalize: Vec<usize>,
+    pub sched_trace: Option<Vec<SchedSample>>,
 }
 
 /// The free congestion-window space each ACK leaves (STMS Figs. 6 and 11): large values
@@ -212,6 +217,7 @@ impl Sender {
         let mut data = DataQueue::new(cfg.sndbuf, cfg.total, cfg.initial_rwnd);
         data.write();
         let n = subflows.len();
+        let cfg_trace = cfg.trace;
         Sender {
             stats: SenderStats {
                 per_subflow: vec![SubflowAckStats::default(); n],
@@ -224,7 +230,10 @@ impl Sender {
             cc,
             sched,
             data,
-            shared: Shared::default(),
+            shared: Shared {
+                sched_trace: cfg_trace.then(Vec::new),
+                ..Shared::default()
+            },
             out: VecDeque::new(),
             probe_at: None,
             last_push: Time::ZERO,
@@ -365,6 +374,11 @@ impl Sender {
         };
         self.stats.window_probes += 1;
         self.out.push_back(Packet::data(i as u8, seg));
+    }
+
+    /// The scheduler's recorded values (when traced).
+    pub fn take_sched_trace(&mut self) -> Vec<SchedSample> {
+        self.shared.sched_trace.take().unwrap_or_default()
     }
 
     /// Ends the traces: segments sent but not yet Data-ACKed are recorded as they stand.

@@ -12,10 +12,12 @@
 
 mod default;
 mod minrtt;
+pub mod params;
 mod rr;
 
 pub use default::DefaultSched;
 pub use minrtt::MinRtt;
+pub use params::{ParamValue, SchedParams};
 pub use rr::RoundRobin;
 
 use crate::cc::CaState;
@@ -87,6 +89,11 @@ pub struct SubflowView {
     pub min_rtt: Dur,
     /// Latest delivery-rate sample (bits per second).
     pub delivery_rate_bps: u64,
+    /// Linux's pacing rate (`tcp_update_pacing_rate`): cwnd x MSS / srtt, times 2 in slow
+    /// start and 1.2 in congestion avoidance (bits per second; 0 before an RTT sample).
+    pub pacing_rate_bps: u64,
+    /// Segments sent and not yet cumulatively ACKed (the subflow's queued data).
+    pub packets_out: u32,
     pub ca_state: CaState,
     pub last_penalized: Option<Time>,
 }
@@ -105,6 +112,8 @@ impl SubflowView {
             rttvar: sf.rtt().rttvar(),
             min_rtt: sf.rtt().min_rtt().unwrap_or(Dur::ZERO),
             delivery_rate_bps: sf.delivery_rate_bps(),
+            pacing_rate_bps: sf.pacing_rate_bps(),
+            packets_out: sf.packets_out(),
             ca_state: sf.ca_state(),
             last_penalized: sf.last_penalized,
         }
@@ -123,6 +132,14 @@ pub struct SchedCtx<'a> {
     views: &'a [SubflowView],
     data: &'a DataQueue,
     shared: &'a mut Shared,
+}
+
+/// One value a scheduler reported over time (e.g. the STMS gap), for the traces.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SchedSample {
+    pub t: Time,
+    pub key: &'static str,
+    pub value: f64,
 }
 
 impl<'a> SchedCtx<'a> {
@@ -182,6 +199,34 @@ impl<'a> SchedCtx<'a> {
     pub fn penalize(&mut self, sf: usize) {
         self.shared.penalize.push(sf);
     }
+    /// Records a value of the scheduler's state (kept when the run is traced).
+    pub fn record(&mut self, key: &'static str, value: f64) {
+        if let Some(t) = self.shared.sched_trace.as_mut() {
+            t.push(SchedSample {
+                t: self.now,
+                key,
+                value,
+            });
+        }
+    }
+    /// Bytes of one data segment (the MSS, or less for the last one of a file).
+    pub fn seg_len(&self, dseq: u64) -> u32 {
+        self.data
+            .get(dseq)
+            .map_or(crate::units::wire::MSS, |s| s.len)
+    }
+    /// Whether the application has no more data for now (all written data is sent).
+    pub fn all_sent(&self) -> bool {
+        self.data.unsent().next().is_none()
+    }
+    /// Bytes the application has written and not yet been sent on any subflow.
+    pub fn unsent_bytes(&self) -> u64 {
+        self.data.unsent().map(|d| self.seg_len(d) as u64).sum()
+    }
+    /// Bytes of the stream sent so far (the next never-sent segment's offset).
+    pub fn bytes_sent(&self) -> u64 {
+        self.data.first_unsent_offset()
+    }
 }
 
 pub trait Scheduler {
@@ -200,7 +245,12 @@ pub struct SchedInfo {
     pub name: &'static str,
     pub description: &'static str,
     pub source: &'static str,
-    pub build: fn() -> Box<dyn Scheduler>,
+    pub build: fn(&SchedParams) -> Result<Box<dyn Scheduler>, String>,
+}
+
+/// For schedulers without parameters.
+fn no_params(name: &str, p: &SchedParams) -> Result<(), String> {
+    p.only(name, &[])
 }
 
 pub const REGISTRY: &[SchedInfo] = &[
@@ -208,24 +258,38 @@ pub const REGISTRY: &[SchedInfo] = &[
         name: "minrtt",
         description: "lowest smoothed RTT among subflows with congestion-window space (LowRTT)",
         source: "Paasch et al., CSWS 2014, sec. 3.2; Linux out-of-tree mptcp_sched.c",
-        build: || Box::new(MinRtt::new()),
+        build: |p| no_params("minrtt", p).map(|_| Box::new(MinRtt::new()) as Box<dyn Scheduler>),
     },
     SchedInfo {
         name: "default",
         description: "minrtt plus opportunistic retransmission and penalisation",
         source: "Raiciu et al., NSDI 2012, sec. 4.2; Linux out-of-tree MPTCP v0.9x mptcp_sched.c",
-        build: || Box::new(DefaultSched::new()),
+        build: |p| {
+            no_params("default", p).map(|_| Box::new(DefaultSched::new()) as Box<dyn Scheduler>)
+        },
     },
     SchedInfo {
         name: "rr",
         description: "round robin: one segment per turn over subflows with window space",
         source: "Paasch et al., CSWS 2014, sec. 3.1; Linux out-of-tree mptcp_rr.c",
-        build: || Box::new(RoundRobin::new()),
+        build: |p| no_params("rr", p).map(|_| Box::new(RoundRobin::new()) as Box<dyn Scheduler>),
     },
 ];
 
 pub fn lookup(name: &str) -> Option<&'static SchedInfo> {
     REGISTRY.iter().find(|s| s.name == name)
+}
+
+/// Builds the scheduler `name` with `params`.
+pub fn build(name: &str, params: &SchedParams) -> Result<Box<dyn Scheduler>, String> {
+    let info = lookup(name).ok_or_else(|| {
+        let names: Vec<_> = REGISTRY.iter().map(|s| s.name).collect();
+        format!(
+            "connection.scheduler: unknown scheduler '{name}' (known: {})",
+            names.join(", ")
+        )
+    })?;
+    (info.build)(params)
 }
 
 /// Among available subflows, the one with the lowest srtt (ties to the lower index), optionally

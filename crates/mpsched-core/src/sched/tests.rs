@@ -27,7 +27,7 @@ fn sender(scheduler: &str, rwnd_segments: u64) -> Sender {
             trace: false,
         },
         CcKind::Reno.build(),
-        (sched::lookup(scheduler).unwrap().build)(),
+        sched::build(scheduler, &sched::SchedParams::new()).unwrap(),
         Time::ZERO,
     )
 }

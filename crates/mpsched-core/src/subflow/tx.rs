@@ -177,6 +177,16 @@ impl SubflowTx {
     pub fn delivery_rate_bps(&self) -> u64 {
         self.delivery_rate_bps
     }
+    /// Linux `tcp_update_pacing_rate`: 200% of cwnd/srtt in slow start, 120% after.
+    pub fn pacing_rate_bps(&self) -> u64 {
+        let srtt = self.srtt().as_nanos();
+        if srtt == 0 {
+            return 0;
+        }
+        let ratio = if self.cc.in_slow_start() { 200 } else { 120 };
+        let bits = self.cc.cwnd.max(self.packets_out()) as u128 * wire::MSS as u128 * 8;
+        (bits * ratio * 1_000_000_000 / 100 / srtt as u128) as u64
+    }
     /// Outstanding segments, oldest first, with their subflow sequence numbers.
     pub fn outstanding(&self) -> impl Iterator<Item = (u64, &TxSeg)> {
         (self.snd_una..).zip(self.segs.iter())

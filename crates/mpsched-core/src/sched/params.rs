@@ -1,0 +1,142 @@
+//! Scheduler parameters from the scenario (`[connection.scheduler_params]`), validated like
+//! every other field: an unknown key or a bad value is an error that names it.
+
+use crate::time::Dur;
+use std::collections::BTreeMap;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ParamValue {
+    Num(f64),
+    Str(String),
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct SchedParams {
+    values: BTreeMap<String, ParamValue>,
+}
+
+const FIELD: &str = "connection.scheduler_params";
+
+impl SchedParams {
+    pub fn new() -> SchedParams {
+        SchedParams::default()
+    }
+
+    pub fn with(mut self, key: &str, v: ParamValue) -> SchedParams {
+        self.values.insert(key.to_owned(), v);
+        self
+    }
+
+    pub fn insert(&mut self, key: &str, v: ParamValue) {
+        self.values.insert(key.to_owned(), v);
+    }
+
+    /// Refuses any key the scheduler does not know.
+    pub fn only(&self, scheduler: &str, known: &[&str]) -> Result<(), String> {
+        for k in self.values.keys() {
+            if !known.contains(&k.as_str()) {
+                let hint = if known.is_empty() {
+                    "it takes no parameters".to_owned()
+                } else {
+                    format!("known: {}", known.join(", "))
+                };
+                return Err(format!(
+                    "{FIELD}.{k}: unknown parameter of '{scheduler}' ({hint})"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// A number, or `default` when absent; must lie in `[lo, hi]`.
+    pub fn num(&self, key: &str, default: f64, lo: f64, hi: f64) -> Result<f64, String> {
+        match self.values.get(key) {
+            None => Ok(default),
+            Some(ParamValue::Num(x)) if (lo..=hi).contains(x) => Ok(*x),
+            Some(ParamValue::Num(x)) => {
+                Err(format!("{FIELD}.{key}: must be in [{lo}, {hi}], got {x}"))
+            }
+            Some(ParamValue::Str(s)) => Err(format!("{FIELD}.{key}: expected a number, got '{s}'")),
+        }
+    }
+
+    /// A duration ("60ms", "1.5s", "200us", "100ns"; a bare number is seconds), if given.
+    pub fn duration(&self, key: &str) -> Result<Option<Dur>, String> {
+        match self.values.get(key) {
+            None => Ok(None),
+            Some(ParamValue::Num(x)) if *x > 0.0 => Ok(Some(Dur::from_secs_f64(*x))),
+            Some(ParamValue::Num(x)) => Err(format!("{FIELD}.{key}: must be > 0, got {x}")),
+            Some(ParamValue::Str(s)) => parse_duration(s)
+                .filter(|d| *d > Dur::ZERO)
+                .map(Some)
+                .ok_or_else(|| format!("{FIELD}.{key}: not a positive duration: '{s}'")),
+        }
+    }
+
+    /// A string among `choices`, or `default` when absent.
+    pub fn choice<'a>(
+        &self,
+        key: &str,
+        default: &'a str,
+        choices: &[&'a str],
+    ) -> Result<&'a str, String> {
+        match self.values.get(key) {
+            None => Ok(default),
+            Some(ParamValue::Str(s)) => choices
+                .iter()
+                .find(|c| **c == s.as_str())
+                .copied()
+                .ok_or_else(|| {
+                    format!("{FIELD}.{key}: '{s}' is not one of {}", choices.join(", "))
+                }),
+            Some(ParamValue::Num(x)) => Err(format!(
+                "{FIELD}.{key}: expected one of {}, got {x}",
+                choices.join(", ")
+            )),
+        }
+    }
+}
+
+fn parse_duration(s: &str) -> Option<Dur> {
+    let s = s.trim();
+    let split = s.find(|c: char| c.is_ascii_alphabetic())?;
+    let (num, unit) = s.split_at(split);
+    let x: f64 = num.trim().parse().ok()?;
+    let scale = match unit.trim() {
+        "ns" => 1e-9,
+        "us" => 1e-6,
+        "ms" => 1e-3,
+        "s" => 1.0,
+        "min" => 60.0,
+        _ => return None,
+    };
+    (x.is_finite() && x >= 0.0).then(|| Dur::from_secs_f64(x * scale))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_checked_and_named() {
+        let p = SchedParams::new()
+            .with("lambda", ParamValue::Num(3.0))
+            .with("adjust_interval", ParamValue::Str("60ms".into()));
+        assert_eq!(p.num("lambda", 1.0, 0.0, 10.0), Ok(3.0));
+        assert_eq!(p.num("beta", 0.25, 0.0, 1.0), Ok(0.25));
+        assert_eq!(
+            p.duration("adjust_interval"),
+            Ok(Some(Dur::from_millis(60)))
+        );
+        assert!(p
+            .num("lambda", 1.0, 0.0, 2.0)
+            .unwrap_err()
+            .contains("scheduler_params.lambda"));
+        assert!(p
+            .only("bm", &["lambda"])
+            .unwrap_err()
+            .contains("adjust_interval"));
+        let bad = SchedParams::new().with("adjust_interval", ParamValue::Str("soon".into()));
+        assert!(bad.duration("adjust_interval").is_err());
+    }
+}
