@@ -1,7 +1,7 @@
 //! The Python bindings: a thin layer over `mpsched-sim`. Nothing panics across the boundary:
 //! bad input becomes `ValueError`, an internal panic becomes `RuntimeError`.
 
-use mpsched_core::sched::REGISTRY;
+use mpsched_core::sched::registry;
 use mpsched_sim::{run_json, Traces};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -162,8 +162,7 @@ fn serde_json_string(s: &mpsched_sim::Summary) -> PyResult<String> {
 /// (name, description, source) of every registered scheduler.
 #[pyfunction]
 fn schedulers() -> Vec<(&'static str, &'static str, &'static str)> {
-    REGISTRY
-        .iter()
+    registry()
         .map(|s| (s.name, s.description, s.source))
         .collect()
 }

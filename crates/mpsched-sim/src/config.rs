@@ -127,9 +127,11 @@ impl Config {
                     sched::ParamValue::Num(n.as_f64().unwrap_or(f64::NAN))
                 }
                 serde_json::Value::String(s) => sched::ParamValue::Str(s.clone()),
-                other => return Err(format!(
+                other => {
+                    return Err(format!(
                     "connection.scheduler_params.{k}: expected a number or a string, got {other}"
-                )),
+                ))
+                }
             };
             p.insert(k, v);
         }

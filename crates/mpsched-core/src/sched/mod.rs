@@ -15,6 +15,19 @@ mod minrtt;
 pub mod params;
 mod rr;
 
+// The schedulers of the papers (issue "every scheduler side by side"), one file each.
+mod blest;
+mod bm;
+mod daps;
+mod ecf;
+mod linux;
+mod mptcp_sf;
+mod otias;
+mod redundant;
+mod registry_a;
+mod registry_b;
+mod stms;
+
 pub use default::DefaultSched;
 pub use minrtt::MinRtt;
 pub use params::{ParamValue, SchedParams};
@@ -249,11 +262,19 @@ pub struct SchedInfo {
 }
 
 /// For schedulers without parameters.
-fn no_params(name: &str, p: &SchedParams) -> Result<(), String> {
+pub(crate) fn no_params(name: &str, p: &SchedParams) -> Result<(), String> {
     p.only(name, &[])
 }
 
-pub const REGISTRY: &[SchedInfo] = &[
+/// Every registered scheduler, in listing order.
+pub fn registry() -> impl Iterator<Item = &'static SchedInfo> {
+    FOUNDATION
+        .iter()
+        .chain(registry_a::SCHEDULERS)
+        .chain(registry_b::SCHEDULERS)
+}
+
+const FOUNDATION: &[SchedInfo] = &[
     SchedInfo {
         name: "minrtt",
         description: "lowest smoothed RTT among subflows with congestion-window space (LowRTT)",
@@ -277,13 +298,13 @@ pub const REGISTRY: &[SchedInfo] = &[
 ];
 
 pub fn lookup(name: &str) -> Option<&'static SchedInfo> {
-    REGISTRY.iter().find(|s| s.name == name)
+    registry().find(|s| s.name == name)
 }
 
 /// Builds the scheduler `name` with `params`.
 pub fn build(name: &str, params: &SchedParams) -> Result<Box<dyn Scheduler>, String> {
     let info = lookup(name).ok_or_else(|| {
-        let names: Vec<_> = REGISTRY.iter().map(|s| s.name).collect();
+        let names: Vec<_> = registry().map(|s| s.name).collect();
         format!(
             "connection.scheduler: unknown scheduler '{name}' (known: {})",
             names.join(", ")

@@ -1,0 +1,1 @@
+//! BLEST: being written.

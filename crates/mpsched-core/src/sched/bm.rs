@@ -1,0 +1,1 @@
+//! LowRTT with bufferbloat mitigation: being written.

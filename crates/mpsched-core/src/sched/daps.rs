@@ -1,0 +1,1 @@
+//! DAPS: being written.

@@ -1,0 +1,1 @@
+//! ECF: being written.

@@ -1,0 +1,1 @@
+//! upstream Linux default: being written.

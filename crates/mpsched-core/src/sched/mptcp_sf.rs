@@ -1,0 +1,1 @@
+//! MPTCP-SF: being written.

@@ -1,0 +1,1 @@
+//! OTIAS: being written.

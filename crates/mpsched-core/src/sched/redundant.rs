@@ -1,0 +1,1 @@
+//! redundant: being written.

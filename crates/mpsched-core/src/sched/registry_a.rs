@@ -1,0 +1,5 @@
+//! Registry entries of redundant, bm, blest, ecf and daps.
+
+use super::SchedInfo;
+
+pub const SCHEDULERS: &[SchedInfo] = &[];

@@ -1,0 +1,1 @@
+//! STMS-C and STMS-A: being written.
