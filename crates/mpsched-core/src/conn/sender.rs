@@ -114,6 +114,13 @@ impl DataQueue {
     pub fn sndbuf_full(&self) -> bool {
         self.segs.len() as u64 >= self.sndbuf_segs
     }
+    pub fn sndbuf_bytes(&self) -> u64 {
+        self.sndbuf_segs * MSS
+    }
+    /// A finite transfer whose last segment has been written.
+    pub fn all_written(&self) -> bool {
+        self.total_segs.is_some_and(|t| self.written_end() >= t)
+    }
     /// Byte offset of the first never-sent segment.
     pub fn first_unsent_offset(&self) -> u64 {
         self.unsent().next().unwrap_or(self.written_end()) * MSS

@@ -236,6 +236,20 @@ impl<'a> SchedCtx<'a> {
     pub fn unsent_bytes(&self) -> u64 {
         self.data.unsent().map(|d| self.seg_len(d) as u64).sum()
     }
+    /// The peer's receive window: bytes from the Data ACK to the window's right edge.
+    pub fn window_bytes(&self) -> u64 {
+        self.data
+            .right_edge()
+            .saturating_sub(self.data.una() * crate::units::wire::MSS as u64)
+    }
+    /// The send buffer (bytes the application may have written and not yet Data-ACKed).
+    pub fn sndbuf_bytes(&self) -> u64 {
+        self.data.sndbuf_bytes()
+    }
+    /// Whether the application's data is finite and all of it written already.
+    pub fn app_done(&self) -> bool {
+        self.data.all_written()
+    }
     /// Bytes of the stream sent so far (the next never-sent segment's offset).
     pub fn bytes_sent(&self) -> u64 {
         self.data.first_unsent_offset()
