@@ -10,6 +10,7 @@ pub struct AckTrace {
     pub data_ack_bytes: Vec<u64>,
     pub data_ack_step_bytes: Vec<u64>,
     pub cwnd_segments: Vec<u32>,
+    pub ssthresh_segments: Vec<u32>,
     pub in_flight_segments: Vec<u32>,
     pub free_cwnd_segments: Vec<u32>,
     pub srtt_ns: Vec<u64>,
@@ -29,4 +30,13 @@ pub struct DeliveryTrace {
     pub len_bytes: Vec<u32>,
     pub first_received_ns: Vec<u64>,
     pub delivered_ns: Vec<u64>,
+}
+
+/// One row per subflow per round of sending that put packets on it: the bursts a subflow
+/// sends back to back (STMS Fig. 4).
+#[derive(Clone, Debug, Default)]
+pub struct BurstTrace {
+    pub t_ns: Vec<u64>,
+    pub subflow: Vec<u8>,
+    pub packets: Vec<u32>,
 }

@@ -2,10 +2,10 @@
 //! bad input becomes `ValueError`, an internal panic becomes `RuntimeError`.
 
 use mpsched_core::sched::registry;
-use mpsched_sim::{run_json, Traces};
+use mpsched_sim::trace_out::{Chunk, Column};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 fn le_bytes<T: Copy, const N: usize>(v: &[T], f: impl Fn(T) -> [u8; N]) -> Vec<u8> {
@@ -16,143 +16,112 @@ fn le_bytes<T: Copy, const N: usize>(v: &[T], f: impl Fn(T) -> [u8; N]) -> Vec<u
     out
 }
 
-fn columns<'py>(py: Python<'py>, cols: Vec<(&str, &str, Vec<u8>)>) -> PyResult<Bound<'py, PyDict>> {
+fn column_to_py<'py>(py: Python<'py>, c: &Column) -> PyResult<Bound<'py, PyTuple>> {
+    let (dtype, data): (&str, Bound<'py, PyAny>) = match c {
+        Column::U64(v) => (
+            "u64",
+            PyBytes::new(py, &le_bytes(v, u64::to_le_bytes)).into_any(),
+        ),
+        Column::U32(v) => (
+            "u32",
+            PyBytes::new(py, &le_bytes(v, u32::to_le_bytes)).into_any(),
+        ),
+        Column::U16(v) => (
+            "u16",
+            PyBytes::new(py, &le_bytes(v, u16::to_le_bytes)).into_any(),
+        ),
+        Column::U8(v) => ("u8", PyBytes::new(py, v).into_any()),
+        Column::F64(v) => (
+            "f64",
+            PyBytes::new(py, &le_bytes(v, f64::to_le_bytes)).into_any(),
+        ),
+        Column::Str(v) => ("str", PyList::new(py, v.iter())?.into_any()),
+    };
+    PyTuple::new(py, [PyString::new(py, dtype).into_any(), data])
+}
+
+fn chunk_to_py<'py>(py: Python<'py>, chunk: &Chunk) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    for (name, dtype, bytes) in cols {
-        d.set_item(name, (dtype, PyBytes::new(py, &bytes)))?;
+    for (name, col) in &chunk.columns {
+        d.set_item(name, column_to_py(py, col)?)?;
     }
     Ok(d)
 }
 
-fn traces_to_py<'py>(py: Python<'py>, t: &Traces) -> PyResult<Bound<'py, PyDict>> {
-    let out = PyDict::new(py);
-    let a = &t.acks;
-    out.set_item(
-        "acks",
-        columns(
-            py,
-            vec![
-                ("t_ns", "u64", le_bytes(&a.t_ns, u64::to_le_bytes)),
-                ("subflow", "u8", a.subflow.clone()),
-                (
-                    "data_ack_bytes",
-                    "u64",
-                    le_bytes(&a.data_ack_bytes, u64::to_le_bytes),
-                ),
-                (
-                    "data_ack_step_bytes",
-                    "u64",
-                    le_bytes(&a.data_ack_step_bytes, u64::to_le_bytes),
-                ),
-                (
-                    "cwnd_segments",
-                    "u32",
-                    le_bytes(&a.cwnd_segments, u32::to_le_bytes),
-                ),
-                (
-                    "in_flight_segments",
-                    "u32",
-                    le_bytes(&a.in_flight_segments, u32::to_le_bytes),
-                ),
-                (
-                    "free_cwnd_segments",
-                    "u32",
-                    le_bytes(&a.free_cwnd_segments, u32::to_le_bytes),
-                ),
-                ("srtt_ns", "u64", le_bytes(&a.srtt_ns, u64::to_le_bytes)),
-            ],
-        )?,
-    )?;
-    // Both per-segment streams are in data sequence order: zip them.
-    let n = t
-        .sent
-        .first_sent_ns
-        .len()
-        .min(t.delivery.delivered_ns.len());
-    let dseq: Vec<u64> = (0..n as u64).collect();
-    let s = &t.sent;
-    let d = &t.delivery;
-    out.set_item(
-        "segments",
-        columns(
-            py,
-            vec![
-                ("dseq", "u64", le_bytes(&dseq, u64::to_le_bytes)),
-                (
-                    "len_bytes",
-                    "u32",
-                    le_bytes(&d.len_bytes[..n], u32::to_le_bytes),
-                ),
-                ("subflow", "u8", d.subflow[..n].to_vec()),
-                (
-                    "transmissions",
-                    "u16",
-                    le_bytes(&s.transmissions[..n], u16::to_le_bytes),
-                ),
-                (
-                    "t_first_sent_ns",
-                    "u64",
-                    le_bytes(&s.first_sent_ns[..n], u64::to_le_bytes),
-                ),
-                (
-                    "t_first_received_ns",
-                    "u64",
-                    le_bytes(&d.first_received_ns[..n], u64::to_le_bytes),
-                ),
-                (
-                    "t_delivered_ns",
-                    "u64",
-                    le_bytes(&d.delivered_ns[..n], u64::to_le_bytes),
-                ),
-            ],
-        )?,
-    )?;
-    let sc = &t.scheduler;
-    let sched = PyDict::new(py);
-    let t_ns: Vec<u64> = sc.iter().map(|s| s.t.as_nanos()).collect();
-    let value: Vec<f64> = sc.iter().map(|s| s.value).collect();
-    sched.set_item(
-        "t_ns",
-        ("u64", PyBytes::new(py, &le_bytes(&t_ns, u64::to_le_bytes))),
-    )?;
-    sched.set_item("key", ("str", sc.iter().map(|s| s.key).collect::<Vec<_>>()))?;
-    sched.set_item(
-        "value",
-        ("f64", PyBytes::new(py, &le_bytes(&value, f64::to_le_bytes))),
-    )?;
-    out.set_item("scheduler", sched)?;
-    Ok(out)
+fn panic_message(panic: Box<dyn std::any::Any + Send>) -> PyErr {
+    let msg = panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "unknown panic".into());
+    PyRuntimeError::new_err(format!("simulator failure: {msg}"))
 }
 
 /// Runs a normalized scenario (JSON). Returns (summary JSON, traces or None).
+///
+/// With `trace` and no `sink`, every trace table comes back at the end as
+/// `{table: {column: (dtype, data)}}`. With a `sink`, tables are streamed instead: the sink is
+/// called as `sink(table, columns)` every `chunk_rows` rows, and the traces returned are None.
 #[pyfunction]
-#[pyo3(signature = (config_json, trace=false))]
+#[pyo3(signature = (config_json, trace=false, sink=None, sample_interval_ns=10_000_000, chunk_rows=65_536))]
 fn run<'py>(
     py: Python<'py>,
     config_json: &str,
     trace: bool,
+    sink: Option<Bound<'py, PyAny>>,
+    sample_interval_ns: u64,
+    chunk_rows: usize,
 ) -> PyResult<(String, Option<Bound<'py, PyDict>>)> {
-    let json = config_json.to_owned();
-    let result =
-        py.allow_threads(move || catch_unwind(AssertUnwindSafe(|| run_json(&json, trace))));
-    let out = match result {
-        Ok(Ok(out)) => out,
-        Ok(Err(msg)) => return Err(PyValueError::new_err(msg)),
-        Err(panic) => {
-            let msg = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "unknown panic".into());
-            return Err(PyRuntimeError::new_err(format!("simulator failure: {msg}")));
+    let interval = mpsched_core::Dur(sample_interval_ns.max(1));
+    if !trace {
+        let json = config_json.to_owned();
+        let result = py.allow_threads(move || {
+            catch_unwind(AssertUnwindSafe(|| mpsched_sim::run_json(&json, false)))
+        });
+        let out = match result {
+            Ok(Ok(out)) => out,
+            Ok(Err(msg)) => return Err(PyValueError::new_err(msg)),
+            Err(panic) => return Err(panic_message(panic)),
+        };
+        return Ok((serde_json_string(&out.summary)?, None));
+    }
+    // Traced runs hold the GIL: the sink is Python.
+    let collected = PyDict::new(py);
+    let mut error: Option<PyErr> = None;
+    let rows = if sink.is_some() {
+        chunk_rows.max(1)
+    } else {
+        usize::MAX
+    };
+    let mut on_chunk = |chunk: Chunk| {
+        if error.is_some() || chunk.rows() == 0 {
+            return;
+        }
+        let res = chunk_to_py(py, &chunk).and_then(|cols| match &sink {
+            Some(f) => f.call1((chunk.table, cols)).map(|_| ()),
+            None => collected.set_item(chunk.table, cols),
+        });
+        if let Err(e) = res {
+            error = Some(e);
         }
     };
-    let summary = serde_json_string(&out.summary)?;
-    let traces = match &out.traces {
-        Some(t) => Some(traces_to_py(py, t)?),
-        None => None,
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        mpsched_sim::run_json_streaming(config_json, interval, rows, &mut on_chunk)
+    }));
+    let summary = match result {
+        Ok(Ok(s)) => s,
+        Ok(Err(msg)) => return Err(PyValueError::new_err(msg)),
+        Err(panic) => return Err(panic_message(panic)),
     };
-    Ok((summary, traces))
+    if let Some(e) = error {
+        return Err(e);
+    }
+    let traces = if sink.is_some() {
+        None
+    } else {
+        Some(collected)
+    };
+    Ok((serde_json_string(&summary)?, traces))
 }
 
 fn serde_json_string(s: &mpsched_sim::Summary) -> PyResult<String> {

@@ -5,11 +5,23 @@ pub mod config;
 pub mod event;
 pub mod sim;
 pub mod summary;
+pub mod trace_out;
 
 pub use config::Config;
 pub use event::bench_event_queue;
 pub use sim::{RunOutput, Simulation, Traces};
 pub use summary::Summary;
+
+/// Runs a normalized scenario given as JSON, streaming traces to `sink`.
+pub fn run_json_streaming(
+    config_json: &str,
+    sample_interval: mpsched_core::Dur,
+    chunk_rows: usize,
+    sink: &mut trace_out::Sink,
+) -> Result<Summary, String> {
+    let cfg = Config::from_json(config_json)?;
+    Ok(Simulation::new(cfg, true)?.run_streaming(sample_interval, chunk_rows, sink))
+}
 
 /// Runs a normalized scenario given as JSON.
 pub fn run_json(config_json: &str, trace: bool) -> Result<RunOutput, String> {

@@ -8,6 +8,7 @@
 use crate::config::{Config, Protocol, Workload};
 use crate::event::{ComponentId, EventList};
 use crate::summary::{self, Summary};
+use crate::trace_out::{Sink, Tracer};
 use mpsched_core::conn::sender::SubflowConfig;
 use mpsched_core::conn::{Receiver, ReceiverConfig, Sender, SenderConfig};
 use mpsched_core::link::Link;
@@ -19,7 +20,8 @@ use mpsched_core::{Bytes, Dur, Rate, Time};
 const SERVER: ComponentId = 0;
 const CLIENT: ComponentId = 1;
 const SCHEDULE: ComponentId = 2;
-const FIRST_LINK: ComponentId = 3;
+const SAMPLER: ComponentId = 3;
+const FIRST_LINK: ComponentId = 4;
 /// Bytes of a SYN / SYN-ACK on the wire (IP + TCP + options).
 const SYN_BYTES: u64 = 64;
 
@@ -57,6 +59,8 @@ pub struct Simulation {
     end: Time,
     now: Time,
     processed: u64,
+    sample_interval: Option<Dur>,
+    sampled: bool,
 }
 
 fn down(p: usize) -> usize {
@@ -172,19 +176,66 @@ impl Simulation {
             events,
             now: Time::ZERO,
             processed: 0,
+            sample_interval: None,
+            sampled: false,
         })
     }
 
-    /// Runs to the end of the scenario (its duration, or the file's last byte delivered).
+    /// Runs to the end of the scenario (its duration, or the file's last byte delivered),
+    /// keeping any traces in memory.
     pub fn run(mut self) -> RunOutput {
         let wall = std::time::Instant::now();
+        self.run_loop(&mut |_: &mut Simulation| {});
+        let summary = self.summary(wall.elapsed().as_secs_f64());
+        self.server.finish_trace();
+        let scheduler = self.server.take_sched_samples();
+        let traces = self.server.ack_trace.take().map(|acks| Traces {
+            acks,
+            scheduler,
+            sent: self.server.sent_trace.take().unwrap_or_default(),
+            delivery: self.client.trace.take().unwrap_or_default(),
+        });
+        RunOutput { summary, traces }
+    }
+
+    /// Runs to the end, sampling every subflow and the connection every `sample_interval`
+    /// and handing the traces to `sink` in chunks of about `chunk_rows` rows.
+    pub fn run_streaming(
+        mut self,
+        sample_interval: Dur,
+        chunk_rows: usize,
+        sink: &mut Sink,
+    ) -> Summary {
+        let wall = std::time::Instant::now();
+        let mut tracer = Tracer::new(chunk_rows);
+        self.sample_interval = Some(sample_interval.max(Dur(1)));
+        self.events.schedule(SAMPLER, Time::ZERO);
+        let mut ticks = 0u32;
+        self.run_loop(&mut |sim: &mut Simulation| {
+            if sim.sampled {
+                sim.sampled = false;
+                tracer.sample(sim.now, &sim.server, &sim.client, &sim.links);
+            }
+            ticks += 1;
+            if ticks >= 1024 {
+                ticks = 0;
+                tracer.flush(&mut sim.server, &mut sim.client, false, sink);
+            }
+        });
+        self.server.finish_trace();
+        tracer.flush(&mut self.server, &mut self.client, true, sink);
+        self.summary(wall.elapsed().as_secs_f64())
+    }
+
+    fn run_loop(&mut self, after_event: &mut dyn FnMut(&mut Simulation)) {
         let mut started = false;
         while let Some((t, c)) = self.events.pop() {
             if t > self.end {
                 break;
             }
             self.now = t;
-            self.processed += 1;
+            // The sampler observes the model; it is not part of it.
+            self.processed += u64::from(c != SAMPLER);
             match c {
                 SERVER => {
                     if !started {
@@ -199,15 +250,24 @@ impl Simulation {
                     self.flush_client();
                 }
                 SCHEDULE => self.apply_changes(),
+                SAMPLER => {
+                    self.sampled = true;
+                    if let Some(d) = self.sample_interval {
+                        self.events.schedule(SAMPLER, t + d);
+                    }
+                }
                 link => self.on_link(link),
             }
+            after_event(self);
             if self.client.complete_at().is_some() {
                 break;
             }
         }
+    }
+
+    fn summary(&self, wall_s: f64) -> Summary {
         let end = self.client.complete_at().unwrap_or(self.end);
-        let wall_s = wall.elapsed().as_secs_f64();
-        let summary = summary::build(
+        summary::build(
             &self.cfg,
             &self.server,
             &self.client,
@@ -215,16 +275,7 @@ impl Simulation {
             end,
             self.processed,
             wall_s,
-        );
-        self.server.finish_trace();
-        let sched_trace = self.server.take_sched_trace();
-        let traces = self.server.ack_trace.take().map(|acks| Traces {
-            acks,
-            scheduler: sched_trace,
-            sent: self.server.sent_trace.take().unwrap_or_default(),
-            delivery: self.client.trace.take().unwrap_or_default(),
-        });
-        RunOutput { summary, traces }
+        )
     }
 
     fn on_link(&mut self, c: ComponentId) {

@@ -23,7 +23,12 @@ pub struct SubflowSummary {
     /// Application bytes whose delivered copy came on this subflow, per second.
     pub goodput_mbps: f64,
     pub bytes_delivered: u64,
+    /// Fraction of the application's bytes this subflow delivered.
+    pub share: f64,
     pub retransmits: u64,
+    /// Data segments sent here again after another subflow timed out / opportunistically.
+    pub reinjections: u64,
+    pub opportunistic_retransmits: u64,
     pub rtos: u64,
     pub fast_recoveries: u64,
     pub penalizations: u64,
@@ -40,6 +45,10 @@ pub struct SubflowSummary {
     pub mean_free_cwnd_at_ack: f64,
     pub p99_free_cwnd_at_ack: u64,
     pub peak_free_cwnd_at_ack: u64,
+    /// Packets sent back to back in one round of sending.
+    pub mean_burst_packets: f64,
+    pub p99_burst_packets: u64,
+    pub max_burst_packets: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -93,7 +102,14 @@ pub fn build(
                 packets_sent: sf.stats.packets_sent,
                 goodput_mbps: mbps(delivered),
                 bytes_delivered: delivered,
+                share: if client.stats.delivered_bytes == 0 {
+                    0.0
+                } else {
+                    delivered as f64 / client.stats.delivered_bytes as f64
+                },
                 retransmits: sf.stats.retransmits,
+                reinjections: acks.reinjections,
+                opportunistic_retransmits: acks.opportunistic_retransmits,
                 rtos: sf.stats.rtos,
                 fast_recoveries: sf.stats.fast_recoveries,
                 penalizations: sf.stats.penalizations,
@@ -112,6 +128,9 @@ pub fn build(
                 mean_free_cwnd_at_ack: acks.free_cwnd.mean(),
                 p99_free_cwnd_at_ack: acks.free_cwnd.quantile(0.99),
                 peak_free_cwnd_at_ack: acks.free_cwnd.max(),
+                mean_burst_packets: acks.burst_packets.mean(),
+                p99_burst_packets: acks.burst_packets.quantile(0.99),
+                max_burst_packets: acks.burst_packets.max(),
             }
         })
         .collect();

@@ -101,6 +101,10 @@ impl Receiver {
     pub fn held_bytes(&self) -> u64 {
         self.ooo_bytes + self.subflows.iter().map(|s| s.ooo_bytes()).sum::<u64>()
     }
+    /// Bytes waiting in the connection-level reorder queue (OTIAS Fig. 5).
+    pub fn reorder_bytes(&self) -> u64 {
+        self.ooo_bytes
+    }
     /// The window this receiver advertises now.
     pub fn rwnd(&self) -> u64 {
         self.right_edge - self.data_rcv_nxt * MSS

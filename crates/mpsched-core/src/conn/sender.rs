@@ -20,7 +20,7 @@ use crate::packet::{Ack, DataSeg, Packet, Payload};
 use crate::sched::{Decision, Reason, SchedCtx, SchedSample, Scheduler, SubflowSet, SubflowView};
 use crate::subflow::SubflowTx;
 use crate::time::{Dur, Time};
-use crate::trace::{AckTrace, SentTrace};
+use crate::trace::{AckTrace, BurstTrace, SentTrace};
 use crate::units::{wire, Bytes};
 use std::collections::VecDeque;
 
@@ -165,11 +165,16 @@ pub struct Shared {
     pub sched_trace: Option<Vec<SchedSample>>,
 }
 
-/// The free congestion-window space each ACK leaves (STMS Figs. 6 and 11): large values
-/// mean the subflow is about to send a burst.
+/// Burstiness of one subflow.
 #[derive(Clone, Debug, Default)]
 pub struct SubflowAckStats {
+    /// The free congestion-window space each ACK leaves (STMS Figs. 6 and 11): large values
+    /// mean the subflow is about to send a burst.
     pub free_cwnd: Histogram,
+    /// Packets sent back to back in one round of sending.
+    pub burst_packets: Histogram,
+    pub reinjections: u64,
+    pub opportunistic_retransmits: u64,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -200,6 +205,9 @@ pub struct Sender {
     pub stats: SenderStats,
     pub ack_trace: Option<AckTrace>,
     pub sent_trace: Option<SentTrace>,
+    pub burst_trace: Option<BurstTrace>,
+    /// Packets each subflow sent in the current round of sending.
+    round: Vec<u32>,
 }
 
 impl Sender {
@@ -232,6 +240,8 @@ impl Sender {
             },
             ack_trace: cfg.trace.then(AckTrace::default),
             sent_trace: cfg.trace.then(SentTrace::default),
+            burst_trace: cfg.trace.then(BurstTrace::default),
+            round: vec![0; n],
             cfg,
             subflows,
             cc,
@@ -292,6 +302,7 @@ impl Sender {
             t.data_ack_bytes.push(ack.data_ack * MSS);
             t.data_ack_step_bytes.push(step * MSS);
             t.cwnd_segments.push(sf.cwnd());
+            t.ssthresh_segments.push(sf.cc.ssthresh);
             t.in_flight_segments.push(sf.in_flight());
             t.free_cwnd_segments.push(free);
             t.srtt_ns.push(sf.srtt().as_nanos());
@@ -383,9 +394,16 @@ impl Sender {
         self.out.push_back(Packet::data(i as u8, seg));
     }
 
-    /// The scheduler's recorded values (when traced).
-    pub fn take_sched_trace(&mut self) -> Vec<SchedSample> {
-        self.shared.sched_trace.take().unwrap_or_default()
+    /// The scheduler's values recorded so far (when traced); recording goes on.
+    pub fn take_sched_samples(&mut self) -> Vec<SchedSample> {
+        self.shared
+            .sched_trace
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+    pub fn sched_trace_len(&self) -> usize {
+        self.shared.sched_trace.as_ref().map_or(0, |v| v.len())
     }
 
     /// Ends the traces: segments sent but not yet Data-ACKed are recorded as they stand.
@@ -437,6 +455,7 @@ impl Sender {
     /// scheduler decides, until it declines or no subflow has room.
     fn push(&mut self, now: Time) {
         self.last_push = now;
+        let sent_before: usize = self.out.len();
         for i in 0..self.subflows.len() {
             if !self.established(i, now) {
                 continue;
@@ -482,6 +501,9 @@ impl Sender {
             }
         }
 
+        if self.out.len() > sent_before {
+            self.end_round(now, sent_before);
+        }
         let pending = self.data.unsent().next();
         let has_data = pending.is_some_and(|d| self.data.in_window(d));
         for sf in self.subflows.iter_mut() {
@@ -497,6 +519,34 @@ impl Sender {
         } else {
             self.probe_at = None;
         }
+    }
+
+    /// Books the packets this round put on each subflow as one burst per subflow.
+    fn end_round(&mut self, now: Time, from: usize) {
+        self.round.iter_mut().for_each(|c| *c = 0);
+        for p in self.out.iter().skip(from) {
+            if let Payload::Data(d) = p.payload {
+                if !d.probe {
+                    self.round[p.subflow as usize] += 1;
+                }
+            }
+        }
+        for (i, &n) in self.round.iter().enumerate() {
+            if n == 0 {
+                continue;
+            }
+            self.stats.per_subflow[i].burst_packets.record(n as u64);
+            if let Some(t) = self.burst_trace.as_mut() {
+                t.t_ns.push(now.as_nanos());
+                t.subflow.push(i as u8);
+                t.packets.push(n);
+            }
+        }
+    }
+
+    /// Bytes written by the application and not yet Data-ACKed (send-buffer occupancy).
+    pub fn sndbuf_used_bytes(&self) -> u64 {
+        self.data.segs.iter().map(|s| s.len as u64).sum()
     }
 
     fn valid(&self, d: &Decision) -> bool {
@@ -525,8 +575,18 @@ impl Sender {
         }
         match d.reason {
             Reason::New => {}
-            Reason::Reinjection => self.stats.reinjections += 1,
-            Reason::Opportunistic => self.stats.opportunistic_retransmits += 1,
+            Reason::Reinjection => {
+                self.stats.reinjections += 1;
+                for i in d.subflows.iter() {
+                    self.stats.per_subflow[i].reinjections += 1;
+                }
+            }
+            Reason::Opportunistic => {
+                self.stats.opportunistic_retransmits += 1;
+                for i in d.subflows.iter() {
+                    self.stats.per_subflow[i].opportunistic_retransmits += 1;
+                }
+            }
             Reason::Redundant => self.stats.redundant += 1,
         }
         if d.reason == Reason::Reinjection {
