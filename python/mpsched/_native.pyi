@@ -32,12 +32,23 @@ Normalized scenario (all keys required)::
             "queue": {"bytes": int} | {"packets": int} | {"time_ns": int}}
 """
 
+from collections.abc import Callable
 from typing import Literal
 
 Dtype = Literal["i64", "u64", "u32", "u16", "u8", "f64"]
 Columns = dict[str, tuple[Dtype, bytes] | tuple[Literal["str"], list[str]]]
 
-def run(config_json: str, trace: bool) -> tuple[str, dict[str, Columns] | None]: ...
+def run(
+    config_json: str,
+    trace: bool = False,
+    sink: Callable[[str, Columns], object] | None = None,
+    sample_interval_ns: int = 10_000_000,
+    chunk_rows: int = 65_536,
+) -> tuple[str, dict[str, Columns] | None]:
+    """Runs a scenario. With ``trace`` and no ``sink`` every trace table comes back at the end;
+    with a ``sink`` the tables are streamed, ``sink(table, columns)`` every ``chunk_rows`` rows
+    (the returned traces are then None). Subflow and connection state is sampled every
+    ``sample_interval_ns``. Tables: acks, segments, bursts, subflows, connection, scheduler."""
 def schedulers() -> list[tuple[str, str, str]]:
     """(name, one-line description, source) of every registered scheduler."""
 
