@@ -8,6 +8,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+mod pysched;
+
 fn le_bytes<T: Copy, const N: usize>(v: &[T], f: impl Fn(T) -> [u8; N]) -> Vec<u8> {
     let mut out = Vec::with_capacity(v.len() * N);
     for &x in v {
@@ -62,8 +64,9 @@ fn panic_message(panic: Box<dyn std::any::Any + Send>) -> PyErr {
 /// With `trace` and no `sink`, every trace table comes back at the end as
 /// `{table: {column: (dtype, data)}}`. With a `sink`, tables are streamed instead: the sink is
 /// called as `sink(table, columns)` every `chunk_rows` rows, and the traces returned are None.
+/// `scheduler`, a Python object with `next(ctx)`, replaces the scenario's scheduler.
 #[pyfunction]
-#[pyo3(signature = (config_json, trace=false, sink=None, sample_interval_ns=10_000_000, chunk_rows=65_536))]
+#[pyo3(signature = (config_json, trace=false, sink=None, sample_interval_ns=10_000_000, chunk_rows=65_536, scheduler=None))]
 fn run<'py>(
     py: Python<'py>,
     config_json: &str,
@@ -71,12 +74,20 @@ fn run<'py>(
     sink: Option<Bound<'py, PyAny>>,
     sample_interval_ns: u64,
     chunk_rows: usize,
+    scheduler: Option<Bound<'py, PyAny>>,
 ) -> PyResult<(String, Option<Bound<'py, PyDict>>)> {
     let interval = mpsched_core::Dur(sample_interval_ns.max(1));
-    if !trace {
+    let pysched = match scheduler {
+        Some(obj) => Some(pysched::PyScheduler::new(py, obj.unbind())?),
+        None => None,
+    };
+    let sched_error = pysched.as_ref().map(|s| s.error.clone());
+    if !trace && pysched.is_none() {
         let json = config_json.to_owned();
         let result = py.allow_threads(move || {
-            catch_unwind(AssertUnwindSafe(|| mpsched_sim::run_json(&json, false)))
+            catch_unwind(AssertUnwindSafe(|| {
+                mpsched_sim::simulation_from_json(&json, false, None).map(|s| s.run())
+            }))
         });
         let out = match result {
             Ok(Ok(out)) => out,
@@ -85,7 +96,10 @@ fn run<'py>(
         };
         return Ok((serde_json_string(&out.summary)?, None));
     }
-    // Traced runs hold the GIL: the sink is Python.
+    // The GIL stays held: the sink or the scheduler is Python.
+    let external = pysched.map(|s| Box::new(s) as Box<dyn mpsched_core::sched::Scheduler>);
+    let sim = mpsched_sim::simulation_from_json(config_json, trace, external)
+        .map_err(PyValueError::new_err)?;
     let collected = PyDict::new(py);
     let mut error: Option<PyErr> = None;
     let rows = if sink.is_some() {
@@ -106,20 +120,26 @@ fn run<'py>(
         }
     };
     let result = catch_unwind(AssertUnwindSafe(|| {
-        mpsched_sim::run_json_streaming(config_json, interval, rows, &mut on_chunk)
+        if trace {
+            sim.run_streaming(interval, rows, &mut on_chunk)
+        } else {
+            sim.run().summary
+        }
     }));
     let summary = match result {
-        Ok(Ok(s)) => s,
-        Ok(Err(msg)) => return Err(PyValueError::new_err(msg)),
+        Ok(s) => s,
         Err(panic) => return Err(panic_message(panic)),
     };
+    if let Some(e) = sched_error.and_then(|e| e.borrow_mut().take()) {
+        return Err(e);
+    }
     if let Some(e) = error {
         return Err(e);
     }
-    let traces = if sink.is_some() {
-        None
-    } else {
+    let traces = if trace && sink.is_none() {
         Some(collected)
+    } else {
+        None
     };
     Ok((serde_json_string(&summary)?, traces))
 }
@@ -148,6 +168,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(schedulers, m)?)?;
     m.add_function(wrap_pyfunction!(bench_event_queue, m)?)?;
+    m.add_class::<pysched::PySubflowView>()?;
+    m.add_class::<pysched::PyCtx>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -118,6 +118,13 @@ impl Config {
         Ok(cfg)
     }
 
+    /// Parses without checking the scheduler's name: the caller supplies the scheduler.
+    pub fn from_json_external_scheduler(s: &str) -> Result<Config, String> {
+        let cfg: Config = serde_json::from_str(s).map_err(|e| format!("scenario: {e}"))?;
+        cfg.validate_model()?;
+        Ok(cfg)
+    }
+
     /// The scheduler parameters, typed.
     pub fn sched_params(&self) -> Result<sched::SchedParams, String> {
         let mut p = sched::SchedParams::new();
@@ -143,12 +150,18 @@ impl Config {
     }
 
     pub fn validate(&self) -> Result<(), String> {
-        if self.duration_ns == 0 {
-            return Err("duration_ns: must be > 0".into());
-        }
+        self.validate_model()?;
         if self.protocol == Protocol::Mptcp {
             // Builds once to check the name and the parameters.
             sched::build(&self.scheduler, &self.sched_params()?)?;
+        }
+        Ok(())
+    }
+
+    /// Everything but the scheduler.
+    pub fn validate_model(&self) -> Result<(), String> {
+        if self.duration_ns == 0 {
+            return Err("duration_ns: must be > 0".into());
         }
         if CcKind::parse(&self.congestion).is_none() {
             return Err(format!(

@@ -12,15 +12,19 @@ pub use event::bench_event_queue;
 pub use sim::{RunOutput, Simulation, Traces};
 pub use summary::Summary;
 
-/// Runs a normalized scenario given as JSON, streaming traces to `sink`.
-pub fn run_json_streaming(
+/// A simulation of a normalized scenario given as JSON; `external` replaces the scenario's
+/// scheduler.
+pub fn simulation_from_json(
     config_json: &str,
-    sample_interval: mpsched_core::Dur,
-    chunk_rows: usize,
-    sink: &mut trace_out::Sink,
-) -> Result<Summary, String> {
-    let cfg = Config::from_json(config_json)?;
-    Ok(Simulation::new(cfg, true)?.run_streaming(sample_interval, chunk_rows, sink))
+    trace: bool,
+    external: Option<Box<dyn mpsched_core::sched::Scheduler>>,
+) -> Result<Simulation, String> {
+    match external {
+        None => Simulation::new(Config::from_json(config_json)?, trace),
+        Some(s) => {
+            Simulation::with_scheduler(Config::from_json_external_scheduler(config_json)?, trace, s)
+        }
+    }
 }
 
 /// Runs a normalized scenario given as JSON.

@@ -73,6 +73,25 @@ fn up(p: usize) -> usize {
 impl Simulation {
     pub fn new(cfg: Config, trace: bool) -> Result<Simulation, String> {
         cfg.validate()?;
+        Simulation::build(cfg, trace, None)
+    }
+
+    /// A simulation whose MPTCP scheduler is `sched` rather than one named in the scenario
+    /// (a scheduler written in Python, say).
+    pub fn with_scheduler(
+        cfg: Config,
+        trace: bool,
+        sched: Box<dyn sched::Scheduler>,
+    ) -> Result<Simulation, String> {
+        cfg.validate_model()?;
+        Simulation::build(cfg, trace, Some(sched))
+    }
+
+    fn build(
+        cfg: Config,
+        trace: bool,
+        external: Option<Box<dyn sched::Scheduler>>,
+    ) -> Result<Simulation, String> {
         let mptcp = cfg.protocol == Protocol::Mptcp;
         let n_sub = if mptcp { cfg.paths.len() } else { 1 };
 
@@ -116,7 +135,9 @@ impl Simulation {
             Workload::Bulk => None,
             Workload::File { size_bytes } => Some(Bytes(size_bytes)),
         };
-        let sched = if mptcp {
+        let sched = if let Some(s) = external.filter(|_| mptcp) {
+            s
+        } else if mptcp {
             sched::build(&cfg.scheduler, &cfg.sched_params()?)?
         } else {
             sched::build("minrtt", &sched::SchedParams::new())?

@@ -1,0 +1,343 @@
+//! Schedulers written in Python: a Python object with a `next(ctx)` method (and optionally
+//! `on_data_ack(now_ns, acked, left_edge_subflows)`) behind the Rust `Scheduler` trait.
+//!
+//! `ctx` is a `SchedContext` valid only during the call: it reads the same views a Rust
+//! scheduler reads and can `penalize` and `record`. `next` returns None (send nothing now),
+//! `(dseq, subflow)`, `(dseq, [subflows])`, or either with a reason string as third element
+//! ("new", "reinjection", "opportunistic", "redundant"). A Python exception, or a decision the
+//! connection cannot carry out, stops the scheduler; the run then raises that error.
+
+use mpsched_core::cc::CaState;
+use mpsched_core::sched::{Decision, Reason, SchedCtx, Scheduler, SubflowSet, SubflowView};
+use mpsched_core::Time;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// One subflow as a Python scheduler sees it.
+#[pyclass(frozen, get_all, name = "SubflowView", module = "mpsched._native")]
+pub struct PySubflowView {
+    id: usize,
+    established: bool,
+    backup: bool,
+    available: bool,
+    cwnd: u32,
+    ssthresh: u32,
+    in_flight: u32,
+    cwnd_space: u32,
+    packets_out: u32,
+    srtt_ns: u64,
+    rttvar_ns: u64,
+    min_rtt_ns: u64,
+    delivery_rate_bps: u64,
+    pacing_rate_bps: u64,
+    ca_state: &'static str,
+    last_penalized_ns: Option<u64>,
+}
+
+impl PySubflowView {
+    fn of(v: &SubflowView) -> PySubflowView {
+        PySubflowView {
+            id: v.id,
+            established: v.established,
+            backup: v.backup,
+            available: v.available(),
+            cwnd: v.cwnd,
+            ssthresh: v.ssthresh,
+            in_flight: v.in_flight,
+            cwnd_space: v.cwnd_space,
+            packets_out: v.packets_out,
+            srtt_ns: v.srtt.as_nanos(),
+            rttvar_ns: v.rttvar.as_nanos(),
+            min_rtt_ns: v.min_rtt.as_nanos(),
+            delivery_rate_bps: v.delivery_rate_bps,
+            pacing_rate_bps: v.pacing_rate_bps,
+            ca_state: match v.ca_state {
+                CaState::Open => "open",
+                CaState::Recovery => "recovery",
+                CaState::Loss => "loss",
+            },
+            last_penalized_ns: v.last_penalized.map(|t| t.as_nanos()),
+        }
+    }
+}
+
+#[pymethods]
+impl PySubflowView {
+    fn __repr__(&self) -> String {
+        format!(
+            "SubflowView(id={}, available={}, cwnd={}, in_flight={}, srtt_ns={})",
+            self.id, self.available, self.cwnd, self.in_flight, self.srtt_ns
+        )
+    }
+}
+
+/// The scheduler's view of the connection during one call of `next`.
+#[pyclass(unsendable, name = "SchedContext", module = "mpsched._native")]
+pub struct PyCtx {
+    /// Points at the live `SchedCtx` for the duration of the call, null afterwards.
+    ctx: *mut (),
+}
+
+impl PyCtx {
+    fn get(&self) -> PyResult<&mut SchedCtx<'static>> {
+        if self.ctx.is_null() {
+            return Err(PyRuntimeError::new_err(
+                "the scheduler context is only valid during the call to next()",
+            ));
+        }
+        // Safety: `ctx` is set from a `&mut SchedCtx` that outlives the Python call (see
+        // `PyScheduler::next`) and cleared before that borrow ends.
+        Ok(unsafe { &mut *(self.ctx as *mut SchedCtx<'static>) })
+    }
+}
+
+#[pymethods]
+impl PyCtx {
+    /// Virtual time in nanoseconds.
+    #[getter]
+    fn now_ns(&self) -> PyResult<u64> {
+        Ok(self.get()?.now.as_nanos())
+    }
+    /// Every subflow, indexed by id.
+    #[getter]
+    fn subflows(&self) -> PyResult<Vec<PySubflowView>> {
+        Ok(self
+            .get()?
+            .subflows()
+            .iter()
+            .map(PySubflowView::of)
+            .collect())
+    }
+    /// Left edge of the send window (oldest data segment not yet Data-ACKed).
+    #[getter]
+    fn data_una(&self) -> PyResult<u64> {
+        Ok(self.get()?.data_una())
+    }
+    /// One past the last data segment written by the application.
+    #[getter]
+    fn written_end(&self) -> PyResult<u64> {
+        Ok(self.get()?.written_end())
+    }
+    /// The first data segment never sent on any subflow, or None.
+    fn first_unsent(&self) -> PyResult<Option<u64>> {
+        Ok(self.get()?.first_unsent())
+    }
+    /// Up to `limit` never-sent data segments, in order.
+    #[pyo3(signature = (limit=64))]
+    fn unsent(&self, limit: usize) -> PyResult<Vec<u64>> {
+        Ok(self.get()?.unsent().take(limit).collect())
+    }
+    /// Whether the peer's receive window admits data segment `dseq`.
+    fn in_window(&self, dseq: u64) -> PyResult<bool> {
+        Ok(self.get()?.in_window(dseq))
+    }
+    /// Ids of the subflows `dseq` has been sent on.
+    fn sent_on(&self, dseq: u64) -> PyResult<Vec<usize>> {
+        Ok(self.get()?.sent_on(dseq).iter().collect())
+    }
+    /// Data segments waiting to be reinjected after a subflow timed out, oldest first.
+    fn reinject_queue(&self) -> PyResult<Vec<u64>> {
+        Ok(self.get()?.reinject_queue().collect())
+    }
+    #[getter]
+    fn window_bytes(&self) -> PyResult<u64> {
+        Ok(self.get()?.window_bytes())
+    }
+    #[getter]
+    fn sndbuf_full(&self) -> PyResult<bool> {
+        Ok(self.get()?.sndbuf_full())
+    }
+    #[getter]
+    fn bytes_sent(&self) -> PyResult<u64> {
+        Ok(self.get()?.bytes_sent())
+    }
+    /// Halve subflow `sf`'s window (the out-of-tree MPTCP penalisation).
+    fn penalize(&self, sf: usize) -> PyResult<()> {
+        let ctx = self.get()?;
+        if sf >= ctx.subflows().len() {
+            return Err(PyValueError::new_err(format!("penalize: no subflow {sf}")));
+        }
+        ctx.penalize(sf);
+        Ok(())
+    }
+    /// Records a value over time (the `scheduler` trace); keys are interned.
+    fn record(&self, key: &str, value: f64) -> PyResult<()> {
+        let key: &'static str = intern(key);
+        self.get()?.record(key, value);
+        Ok(())
+    }
+}
+
+/// Scheduler trace keys must be `'static`; Python's are few, so leak each once.
+fn intern(key: &str) -> &'static str {
+    thread_local! {
+        static KEYS: RefCell<Vec<&'static str>> = const { RefCell::new(Vec::new()) };
+    }
+    KEYS.with(|k| {
+        let mut k = k.borrow_mut();
+        if let Some(s) = k.iter().find(|s| **s == key) {
+            return *s;
+        }
+        let s: &'static str = Box::leak(key.to_owned().into_boxed_str());
+        k.push(s);
+        s
+    })
+}
+
+pub struct PyScheduler {
+    obj: Py<PyAny>,
+    name: &'static str,
+    has_on_data_ack: bool,
+    /// The first error; once set the scheduler sends nothing more.
+    pub error: Rc<RefCell<Option<PyErr>>>,
+}
+
+impl PyScheduler {
+    pub fn new(py: Python<'_>, obj: Py<PyAny>) -> PyResult<PyScheduler> {
+        let b = obj.bind(py);
+        if !b.hasattr("next")? {
+            return Err(PyValueError::new_err(
+                "connection.scheduler: a Python scheduler needs a next(ctx) method",
+            ));
+        }
+        let name = b.get_type().name()?.to_string();
+        Ok(PyScheduler {
+            has_on_data_ack: b.hasattr("on_data_ack")?,
+            name: Box::leak(name.into_boxed_str()),
+            obj,
+            error: Rc::new(RefCell::new(None)),
+        })
+    }
+
+    fn fail(&self, e: PyErr) {
+        let mut slot = self.error.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(e);
+        }
+    }
+
+    fn decode(&self, ctx: &SchedCtx, ret: &Bound<'_, PyAny>) -> PyResult<Option<Decision>> {
+        if ret.is_none() {
+            return Ok(None);
+        }
+        let bad = |why: String| {
+            PyValueError::new_err(format!("{}.next() returned {ret}: {why}", self.name))
+        };
+        let t = ret
+            .downcast::<PyTuple>()
+            .map_err(|_| bad("expected None or a tuple (dseq, subflow[s][, reason])".into()))?;
+        if !(2..=3).contains(&t.len()) {
+            return Err(bad("expected (dseq, subflow[s][, reason])".into()));
+        }
+        let dseq: u64 = t
+            .get_item(0)?
+            .extract()
+            .map_err(|_| bad("dseq must be an int".into()))?;
+        let item = t.get_item(1)?;
+        let ids: Vec<usize> = match item.extract::<usize>() {
+            Ok(i) => vec![i],
+            Err(_) => item
+                .extract()
+                .map_err(|_| bad("subflows must be an int or a list of ints".into()))?,
+        };
+        let reason = if t.len() == 3 {
+            match t.get_item(2)?.extract::<String>()?.as_str() {
+                "new" => Reason::New,
+                "reinjection" => Reason::Reinjection,
+                "opportunistic" => Reason::Opportunistic,
+                "redundant" => Reason::Redundant,
+                r => return Err(bad(format!("unknown reason '{r}'"))),
+            }
+        } else if ctx.sent_on(dseq).is_empty() {
+            Reason::New
+        } else {
+            Reason::Reinjection
+        };
+        let views = ctx.subflows();
+        let mut set = SubflowSet::EMPTY;
+        for i in ids {
+            let Some(v) = views.get(i) else {
+                return Err(bad(format!("there is no subflow {i}")));
+            };
+            if !v.established || v.cwnd_space == 0 {
+                return Err(bad(format!("subflow {i} has no congestion-window space")));
+            }
+            set.insert(i);
+        }
+        if set.is_empty() {
+            return Err(bad("no subflow given".into()));
+        }
+        if dseq < ctx.data_una() || dseq >= ctx.written_end() {
+            return Err(bad(format!(
+                "data segment {dseq} is not outstanding (range {}..{})",
+                ctx.data_una(),
+                ctx.written_end()
+            )));
+        }
+        if !ctx.in_window(dseq) {
+            return Err(bad(format!(
+                "data segment {dseq} is beyond the receive window"
+            )));
+        }
+        Ok(Some(Decision {
+            dseq,
+            subflows: set,
+            reason,
+        }))
+    }
+}
+
+impl Scheduler for PyScheduler {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn next(&mut self, ctx: &mut SchedCtx) -> Option<Decision> {
+        if self.error.borrow().is_some() {
+            return None;
+        }
+        Python::with_gil(|py| {
+            let pyctx = match Bound::new(
+                py,
+                PyCtx {
+                    ctx: ctx as *mut SchedCtx as *mut (),
+                },
+            ) {
+                Ok(c) => c,
+                Err(e) => {
+                    self.fail(e);
+                    return None;
+                }
+            };
+            let ret = self.obj.bind(py).call_method1("next", (pyctx.clone(),));
+            // The context dies with this call.
+            pyctx.borrow_mut().ctx = std::ptr::null_mut();
+            match ret.and_then(|r| self.decode(ctx, &r)) {
+                Ok(d) => d,
+                Err(e) => {
+                    self.fail(e);
+                    None
+                }
+            }
+        })
+    }
+
+    fn on_data_ack(&mut self, now: Time, acked: u64, left_edge_subflows: SubflowSet) {
+        if !self.has_on_data_ack || self.error.borrow().is_some() {
+            return;
+        }
+        Python::with_gil(|py| {
+            let ids: Vec<usize> = left_edge_subflows.iter().collect();
+            if let Err(e) = self
+                .obj
+                .bind(py)
+                .call_method1("on_data_ack", (now.as_nanos(), acked, ids))
+            {
+                self.fail(e);
+            }
+        });
+    }
+}
