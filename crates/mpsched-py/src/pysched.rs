@@ -82,6 +82,9 @@ pub struct PyCtx {
 }
 
 impl PyCtx {
+    // The context is borrowed mutably by the caller of `next` for the whole Python call; this
+    // object only lends it out, and Python runs single-threaded under the GIL.
+    #[allow(clippy::mut_from_ref)]
     fn get(&self) -> PyResult<&mut SchedCtx<'static>> {
         if self.ctx.is_null() {
             return Err(PyRuntimeError::new_err(
