@@ -9,8 +9,18 @@ use std::collections::BinaryHeap;
 
 pub type ComponentId = u32;
 
+/// An event's key packed into one integer so that the heap compares one `u128`:
+/// time (64 bits) | insertion sequence (40 bits) | component (24 bits).
+type Key = u128;
+
+fn key(t: Time, seq: u64, c: ComponentId) -> Key {
+    ((t.as_nanos() as u128) << 64)
+        | ((seq as u128 & 0xFF_FFFF_FFFF) << 24)
+        | (c as u128 & 0xFF_FFFF)
+}
+
 pub struct EventList {
-    heap: BinaryHeap<Reverse<(Time, u64, ComponentId)>>,
+    heap: BinaryHeap<Reverse<Key>>,
     seq: u64,
     /// The live wake-up of each component.
     due: Vec<Option<Time>>,
@@ -32,13 +42,15 @@ impl EventList {
             return;
         }
         *slot = Some(t);
-        self.heap.push(Reverse((t, self.seq, c)));
+        self.heap.push(Reverse(key(t, self.seq, c)));
         self.seq += 1;
     }
 
     /// The next live event, if any.
     pub fn pop(&mut self) -> Option<(Time, ComponentId)> {
-        while let Some(Reverse((t, _, c))) = self.heap.pop() {
+        while let Some(Reverse(k)) = self.heap.pop() {
+            let t = Time((k >> 64) as u64);
+            let c = (k & 0xFF_FFFF) as ComponentId;
             if self.due[c as usize] == Some(t) {
                 self.due[c as usize] = None;
                 return Some((t, c));

@@ -60,7 +60,14 @@ impl SubflowSet {
         self.0.count_ones()
     }
     pub fn iter(self) -> impl Iterator<Item = usize> {
-        (0..32).filter(move |&i| self.contains(i))
+        let mut bits = self.0;
+        std::iter::from_fn(move || {
+            (bits != 0).then(|| {
+                let i = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                i
+            })
+        })
     }
 }
 
@@ -102,9 +109,6 @@ pub struct SubflowView {
     pub min_rtt: Dur,
     /// Latest delivery-rate sample (bits per second).
     pub delivery_rate_bps: u64,
-    /// Linux's pacing rate (`tcp_update_pacing_rate`): cwnd x MSS / srtt, times 2 in slow
-    /// start and 1.2 in congestion avoidance (bits per second; 0 before an RTT sample).
-    pub pacing_rate_bps: u64,
     /// Segments sent and not yet cumulatively ACKed (the subflow's queued data).
     pub packets_out: u32,
     pub ca_state: CaState,
@@ -125,11 +129,16 @@ impl SubflowView {
             rttvar: sf.rtt().rttvar(),
             min_rtt: sf.rtt().min_rtt().unwrap_or(Dur::ZERO),
             delivery_rate_bps: sf.delivery_rate_bps(),
-            pacing_rate_bps: sf.pacing_rate_bps(),
             packets_out: sf.packets_out(),
             ca_state: sf.ca_state(),
             last_penalized: sf.last_penalized,
         }
+    }
+
+    /// Linux's pacing rate (`tcp_update_pacing_rate`): cwnd x MSS / srtt, times 2 in slow
+    /// start and 1.2 in congestion avoidance (bits per second; 0 before an RTT sample).
+    pub fn pacing_rate_bps(&self) -> u64 {
+        crate::subflow::tx::pacing_rate_bps(self.cwnd, self.ssthresh, self.packets_out, self.srtt)
     }
 
     /// May carry a new segment now: established, window space, not recovering from a

@@ -22,6 +22,18 @@ use crate::time::{Dur, Time};
 use crate::units::wire;
 use std::collections::VecDeque;
 
+/// Linux `tcp_update_pacing_rate`: 200% of cwnd/srtt in slow start, 120% after
+/// (bits per second; 0 before the first RTT sample).
+pub fn pacing_rate_bps(cwnd: u32, ssthresh: u32, packets_out: u32, srtt: Dur) -> u64 {
+    let srtt = srtt.as_nanos();
+    if srtt == 0 {
+        return 0;
+    }
+    let ratio = if cwnd < ssthresh { 200 } else { 120 };
+    let bits = cwnd.max(packets_out) as u128 * wire::MSS as u128 * 8;
+    (bits * ratio * 1_000_000_000 / 100 / srtt as u128) as u64
+}
+
 /// RFC 6675 2: DupThresh.
 pub const DUP_THRESH: u64 = 3;
 
@@ -177,15 +189,13 @@ impl SubflowTx {
     pub fn delivery_rate_bps(&self) -> u64 {
         self.delivery_rate_bps
     }
-    /// Linux `tcp_update_pacing_rate`: 200% of cwnd/srtt in slow start, 120% after.
     pub fn pacing_rate_bps(&self) -> u64 {
-        let srtt = self.srtt().as_nanos();
-        if srtt == 0 {
-            return 0;
-        }
-        let ratio = if self.cc.in_slow_start() { 200 } else { 120 };
-        let bits = self.cc.cwnd.max(self.packets_out()) as u128 * wire::MSS as u128 * 8;
-        (bits * ratio * 1_000_000_000 / 100 / srtt as u128) as u64
+        pacing_rate_bps(
+            self.cc.cwnd,
+            self.cc.ssthresh,
+            self.packets_out(),
+            self.srtt(),
+        )
     }
     /// Outstanding segments, oldest first, with their subflow sequence numbers.
     pub fn outstanding(&self) -> impl Iterator<Item = (u64, &TxSeg)> {
