@@ -103,6 +103,7 @@ def test_table_from_columns_dtypes() -> None:
             ("f", "f64", "<f8"),
         ]
     }
+    columns["g"] = ("str", ["x", "y"])
     table = table_from_columns(columns)
     assert [str(t) for t in table.schema.types] == [
         "int64",
@@ -111,7 +112,9 @@ def test_table_from_columns_dtypes() -> None:
         "uint16",
         "uint8",
         "double",
+        "string",
     ]
+    assert table.column("g").to_pylist() == ["x", "y"]
     assert table.num_rows == 2
     with pytest.raises(RuntimeError, match="unknown dtype 'i128'"):
         table_from_columns({"x": ("i128", b"")})

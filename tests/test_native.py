@@ -114,11 +114,11 @@ def test_out_writes_parquet(native: ModuleType, tmp_path: Path) -> None:
     assert scenario == mpsched.to_native(mpsched.load(None, {"duration": "3s"}))
 
     segments = pd.read_parquet(out / "segments.parquet")
-    assert list(segments.columns) == SEGMENT_COLUMNS
+    assert set(segments.columns) >= set(SEGMENT_COLUMNS)
     assert len(segments) > 0
     assert set(segments["subflow"].unique()) <= {0, 1}
     acks = pl.read_parquet(out / "acks.parquet")
-    assert acks.columns == ACK_COLUMNS
+    assert set(acks.columns) >= set(ACK_COLUMNS)
     assert acks.height > 0
     assert pl.read_parquet(out / "segments.parquet").height == len(segments)
 
@@ -126,8 +126,8 @@ def test_out_writes_parquet(native: ModuleType, tmp_path: Path) -> None:
 def test_traces_match_summary(native: ModuleType) -> None:
     result = mpsched.run(trace=True, duration="3s")
     segments = result.segments
-    assert list(segments.columns) == SEGMENT_COLUMNS
-    assert list(result.acks.columns) == ACK_COLUMNS
+    assert set(segments.columns) >= set(SEGMENT_COLUMNS)
+    assert set(result.acks.columns) >= set(ACK_COLUMNS)
     assert int(segments["len_bytes"].sum()) >= result.summary["bytes_delivered"]
     assert len(segments) >= result.summary["data_packets"] / 2
 

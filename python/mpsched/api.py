@@ -62,8 +62,16 @@ def schedulers() -> list[SchedulerInfo]:
     return [SchedulerInfo(*entry) for entry in native().schedulers()]
 
 
-def table_from_columns(columns: Mapping[str, tuple[str, bytes]]) -> pa.Table:
-    """Build an Arrow table from native columns ``name -> (dtype, little-endian bytes)``."""
+Column = tuple[str, bytes] | tuple[str, list[str]]
+
+
+def table_from_columns(columns: Mapping[str, Column]) -> pa.Table:
+    """Build an Arrow table from native columns.
+
+    Each column is ``(dtype, little-endian bytes)`` with a numeric dtype ("i64", "u64", "u32",
+    "u16", "u8", "f64"), read without copying through ``numpy.frombuffer``, or
+    ``("str", list_of_strings)``.
+    """
     import numpy as np
     import pyarrow as pa
 
