@@ -44,15 +44,61 @@ def run(
     sink: Callable[[str, Columns], object] | None = None,
     sample_interval_ns: int = 10_000_000,
     chunk_rows: int = 65_536,
+    scheduler: object | None = None,
 ) -> tuple[str, dict[str, Columns] | None]:
     """Runs a scenario. With ``trace`` and no ``sink`` every trace table comes back at the end;
     with a ``sink`` the tables are streamed, ``sink(table, columns)`` every ``chunk_rows`` rows
     (the returned traces are then None). Subflow and connection state is sampled every
-    ``sample_interval_ns``. Tables: acks, segments, bursts, subflows, connection, scheduler."""
+    ``sample_interval_ns``. Tables: acks, segments, bursts, subflows, connection, scheduler.
+    ``scheduler``, an object with ``next(ctx: SchedContext)``, replaces the scenario's
+    scheduler (see ``mpsched.Scheduler``)."""
 def schedulers() -> list[tuple[str, str, str]]:
     """(name, one-line description, source) of every registered scheduler."""
 
 def bench_event_queue(events: int, pending: int) -> float:
     """Million push/pop pairs per second of a bare binary-heap event loop."""
+
+def bench_scenarios(names: list[str] = ...) -> str:
+    """Runs the benchmark scenarios (a, b, c; all when empty) and returns a JSON list of rows:
+    name, description, simulated_s, events, data_packets, wall_s, sim_s_per_wall_s,
+    data_packets_per_wall_s, events_per_wall_s, peak_rss_bytes."""
+
+class SubflowView:
+    """One subflow as a Python scheduler sees it (read-only)."""
+
+    id: int
+    established: bool
+    backup: bool
+    available: bool
+    cwnd: int
+    ssthresh: int
+    in_flight: int
+    cwnd_space: int
+    packets_out: int
+    srtt_ns: int
+    rttvar_ns: int
+    min_rtt_ns: int
+    delivery_rate_bps: int
+    pacing_rate_bps: int
+    ca_state: Literal["open", "recovery", "loss"]
+    last_penalized_ns: int | None
+
+class SchedContext:
+    """The connection as a Python scheduler sees it, valid only during ``next(ctx)``."""
+
+    now_ns: int
+    subflows: list[SubflowView]
+    data_una: int
+    written_end: int
+    window_bytes: int
+    sndbuf_full: bool
+    bytes_sent: int
+    def first_unsent(self) -> int | None: ...
+    def unsent(self, limit: int = 64) -> list[int]: ...
+    def in_window(self, dseq: int) -> bool: ...
+    def sent_on(self, dseq: int) -> list[int]: ...
+    def reinject_queue(self) -> list[int]: ...
+    def penalize(self, sf: int) -> None: ...
+    def record(self, key: str, value: float) -> None: ...
 
 __version__: str

@@ -163,11 +163,23 @@ fn bench_event_queue(py: Python<'_>, events: u64, pending: u64) -> f64 {
     py.allow_threads(|| mpsched_sim::bench_event_queue(events, pending.max(1)))
 }
 
+/// Runs the benchmark scenarios (all when `names` is empty); a JSON list of rows.
+#[pyfunction]
+#[pyo3(signature = (names=Vec::new()))]
+fn bench_scenarios(py: Python<'_>, names: Vec<String>) -> PyResult<String> {
+    let rows = py
+        .allow_threads(|| catch_unwind(AssertUnwindSafe(|| mpsched_sim::bench::run(&names))))
+        .map_err(panic_message)?
+        .map_err(PyValueError::new_err)?;
+    serde_json::to_string(&rows).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(schedulers, m)?)?;
     m.add_function(wrap_pyfunction!(bench_event_queue, m)?)?;
+    m.add_function(wrap_pyfunction!(bench_scenarios, m)?)?;
     m.add_class::<pysched::PySubflowView>()?;
     m.add_class::<pysched::PyCtx>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -1,5 +1,6 @@
 //! mpsched-sim: drives the sans-IO core in virtual time.
 
+pub mod bench;
 pub mod build;
 pub mod config;
 pub mod event;
