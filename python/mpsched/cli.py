@@ -7,6 +7,7 @@ of the simulator as ``error: internal: ...`` with exit code 1.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -289,4 +290,7 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         _fail("aborted", 130)
     except RuntimeError as exc:
         _fail(f"internal: {exc}", 1)
+    except BrokenPipeError:  # e.g. `mpsched run --json | head -1`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
