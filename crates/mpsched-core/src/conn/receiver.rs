@@ -152,8 +152,12 @@ impl Receiver {
         }
         if rx.dseq > self.data_rcv_nxt {
             let idx = (rx.dseq - self.data_rcv_nxt - 1) as usize;
-            if self.ooo.len() <= idx {
-                self.ooo.resize(idx + 1, None);
+            if self.ooo.len() < idx {
+                self.ooo.resize(idx, None);
+            }
+            if self.ooo.len() == idx {
+                // The common case: the next segment above the hole.
+                self.ooo.push_back(None);
             }
             if self.ooo[idx].is_some() {
                 self.stats.duplicate_segments += 1;

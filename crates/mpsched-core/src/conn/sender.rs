@@ -200,6 +200,8 @@ pub struct Sender {
     out: VecDeque<Packet>,
     probe_at: Option<Time>,
     last_push: Time,
+    /// When the last subflow joins.
+    last_join: Time,
     views: Vec<SubflowView>,
     cc_scratch: Vec<CcState>,
     pub stats: SenderStats,
@@ -233,6 +235,12 @@ impl Sender {
         data.write();
         let n = subflows.len();
         let cfg_trace = cfg.trace;
+        let last_join = cfg
+            .subflows
+            .iter()
+            .map(|s| s.established_at)
+            .max()
+            .unwrap_or(Time::ZERO);
         Sender {
             stats: SenderStats {
                 per_subflow: vec![SubflowAckStats::default(); n],
@@ -254,6 +262,7 @@ impl Sender {
             out: VecDeque::new(),
             probe_at: None,
             last_push: Time::ZERO,
+            last_join,
             views: Vec::with_capacity(n),
             cc_scratch: Vec::with_capacity(n),
         }
@@ -424,13 +433,16 @@ impl Sender {
 
     pub fn poll_timeout(&self) -> Option<Time> {
         let rto = self.subflows.iter().filter_map(|s| s.rto_at()).min();
-        let join = self
-            .cfg
-            .subflows
-            .iter()
-            .map(|s| s.established_at)
-            .filter(|&t| t > self.last_push && !self.data.finished())
-            .min();
+        let join = if self.last_push >= self.last_join {
+            None
+        } else {
+            self.cfg
+                .subflows
+                .iter()
+                .map(|s| s.established_at)
+                .filter(|&t| t > self.last_push && !self.data.finished())
+                .min()
+        };
         [rto, join, self.probe_at].into_iter().flatten().min()
     }
 
@@ -448,6 +460,14 @@ impl Sender {
             let est = now >= self.cfg.subflows[i].established_at;
             self.views
                 .push(SubflowView::of(sf, est, self.cfg.subflows[i].backup));
+        }
+    }
+
+    /// Refreshes the views of the subflows in `set` (the others did not change).
+    fn refresh_views_of(&mut self, now: Time, set: SubflowSet) {
+        for i in set.iter() {
+            let est = now >= self.cfg.subflows[i].established_at;
+            self.views[i] = SubflowView::of(&self.subflows[i], est, self.cfg.subflows[i].backup);
         }
     }
 
@@ -470,8 +490,8 @@ impl Sender {
         }
 
         let mut guard = 0u32;
+        self.refresh_views(now);
         loop {
-            self.refresh_views(now);
             if !self.views.iter().any(|v| v.cwnd_space > 0) {
                 break;
             }
@@ -479,10 +499,15 @@ impl Sender {
                 let mut ctx = SchedCtx::new(now, &self.views, &self.data, &mut self.shared);
                 self.sched.next(&mut ctx)
             };
-            for sf in std::mem::take(&mut self.shared.penalize) {
-                if sf < self.subflows.len() {
-                    self.subflows[sf].penalize(now);
+            if !self.shared.penalize.is_empty() {
+                let mut changed = SubflowSet::EMPTY;
+                for sf in std::mem::take(&mut self.shared.penalize) {
+                    if sf < self.subflows.len() {
+                        self.subflows[sf].penalize(now);
+                        changed.insert(sf);
+                    }
                 }
+                self.refresh_views_of(now, changed);
             }
             let Some(d) = decision else { break };
             if !self.valid(&d) {
@@ -495,6 +520,7 @@ impl Sender {
                 break;
             }
             self.send(now, d);
+            self.refresh_views_of(now, d.subflows);
             guard += 1;
             if guard > 1_000_000 {
                 break;

@@ -133,8 +133,12 @@ impl SubflowRx {
         }
         // Out of order: store, remember the block, ACK at once.
         let idx = (seg.seq - self.rcv_nxt - 1) as usize;
-        if self.ooo.len() <= idx {
-            self.ooo.resize(idx + 1, None);
+        if self.ooo.len() < idx {
+            self.ooo.resize(idx, None);
+        }
+        if self.ooo.len() == idx {
+            // The common case: the next segment above the hole.
+            self.ooo.push_back(None);
         }
         self.ooo[idx] = Some(rx);
         self.ooo_count += 1;
