@@ -4,6 +4,11 @@
 //! Sans-IO: `enqueue` takes a packet, `poll_at` tells when the next packet leaves the delay
 //! line, `poll_deliver` hands it over. Internally only the head of each stage matters, so a
 //! driver needs to keep just one pending event per link (the htsim pattern).
+//!
+//! The link is generic over what it carries: the simulator's modelled [`Packet`]s (the
+//! default), or raw IP packets in the real-time emulator (`mpsched-emu`), so that one
+//! description of a path means the same thing in both. All it needs of a packet is its size on
+//! the wire ([`HasWireLen`]).
 
 use crate::packet::Packet;
 use crate::rng::Rng;
@@ -44,24 +49,36 @@ pub enum Drop {
     QueueFull,
 }
 
-pub struct Link {
+/// What a link needs to know about what it carries: the bytes it occupies on the wire
+/// (headers included), which the serializer charges at the link rate and the byte limits count.
+pub trait HasWireLen {
+    fn wire_len(&self) -> u32;
+}
+
+impl HasWireLen for Packet {
+    fn wire_len(&self) -> u32 {
+        self.wire_len
+    }
+}
+
+pub struct Link<P: HasWireLen = Packet> {
     rate: Rate,
     delay: Dur,
     limit: QueueLimit,
     loss: f64,
     rng: Rng,
     /// Packets waiting or in service; the head is on the wire until `busy_until`.
-    queue: VecDeque<Packet>,
+    queue: VecDeque<P>,
     queued_bytes: u64,
     /// When the head of `queue` finishes serialization (meaningful if the queue is non-empty).
     head_done: Time,
     /// Packets propagating, with their arrival times (non-decreasing: a link never reorders).
-    pipe: VecDeque<(Time, Packet)>,
+    pipe: VecDeque<(Time, P)>,
     stats: LinkStats,
 }
 
-impl Link {
-    pub fn new(cfg: &LinkConfig, rng: Rng) -> Link {
+impl<P: HasWireLen> Link<P> {
+    pub fn new(cfg: &LinkConfig, rng: Rng) -> Link<P> {
         assert!(cfg.rate.bps > 0, "link rate must be positive");
         Link {
             rate: cfg.rate,
@@ -102,7 +119,7 @@ impl Link {
     /// Offers a packet to the link at `now`. Loss is drawn first (as netem does at enqueue),
     /// then the drop-tail limit is checked against the backlog (a bfifo/pfifo qdisc's test:
     /// the packet in service counts, as it is still in the device queue).
-    pub fn enqueue(&mut self, now: Time, pkt: Packet) -> Result<(), Drop> {
+    pub fn enqueue(&mut self, now: Time, pkt: P) -> Result<(), Drop> {
         self.advance(now);
         if self.rng.chance(self.loss) {
             self.stats.random_drops += 1;
@@ -114,7 +131,7 @@ impl Link {
                 // A queue always admits a packet when it is empty, whatever its byte limit,
                 // so that a limit below one MTU means "no buffering" rather than "no link".
                 self.queue.is_empty()
-                    || self.queued_bytes + pkt.wire_len as u64 <= self.limit_bytes().unwrap_or(0)
+                    || self.queued_bytes + pkt.wire_len() as u64 <= self.limit_bytes().unwrap_or(0)
             }
         };
         if !fits {
@@ -123,9 +140,9 @@ impl Link {
         }
         self.stats.enqueued += 1;
         if self.queue.is_empty() {
-            self.head_done = now + self.rate.tx_time(pkt.wire_len as u64);
+            self.head_done = now + self.rate.tx_time(pkt.wire_len() as u64);
         }
-        self.queued_bytes += pkt.wire_len as u64;
+        self.queued_bytes += pkt.wire_len() as u64;
         self.queue.push_back(pkt);
         Ok(())
     }
@@ -135,11 +152,11 @@ impl Link {
         while !self.queue.is_empty() && self.head_done <= now {
             let done = self.head_done;
             let pkt = self.queue.pop_front().expect("non-empty");
-            self.queued_bytes -= pkt.wire_len as u64;
+            self.queued_bytes -= pkt.wire_len() as u64;
             let last = self.pipe.back().map_or(Time::ZERO, |&(t, _)| t);
             self.pipe.push_back(((done + self.delay).max(last), pkt));
             if let Some(next) = self.queue.front() {
-                self.head_done = done + self.rate.tx_time(next.wire_len as u64);
+                self.head_done = done + self.rate.tx_time(next.wire_len() as u64);
             }
         }
     }
@@ -158,13 +175,13 @@ impl Link {
     }
 
     /// The next packet that has reached the far end by `now`, if any.
-    pub fn poll_deliver(&mut self, now: Time) -> Option<Packet> {
+    pub fn poll_deliver(&mut self, now: Time) -> Option<P> {
         self.advance(now);
         match self.pipe.front() {
             Some(&(t, _)) if t <= now => {
                 let (_, pkt) = self.pipe.pop_front().expect("non-empty");
                 self.stats.delivered += 1;
-                self.stats.bytes_delivered += pkt.wire_len as u64;
+                self.stats.bytes_delivered += pkt.wire_len() as u64;
                 Some(pkt)
             }
             _ => None,
@@ -295,6 +312,41 @@ mod tests {
         assert_eq!(got[0], (Time(10_400_000), 0));
         // Would arrive at 1.8 ms, but waits behind packet 0.
         assert_eq!(got[1], (Time(10_400_000), 1));
+    }
+
+    #[test]
+    fn any_payload_with_a_wire_length_sees_the_same_link() {
+        // A raw packet of the same wire size as a full modelled segment.
+        struct Raw(u32);
+        impl HasWireLen for Raw {
+            fn wire_len(&self) -> u32 {
+                self.0
+            }
+        }
+        let cfg = LinkConfig {
+            rate: Rate::mbps(30),
+            delay: Dur::from_millis(10),
+            queue: QueueLimit::Bytes(4000),
+            loss: 0.1,
+        };
+        let mut modelled: Link = Link::new(&cfg, Rng::new(7, 3));
+        let mut raw: Link<Raw> = Link::new(&cfg, Rng::new(7, 3));
+        let mut got = (vec![], vec![]);
+        for i in 0..2000u64 {
+            let now = Time(i * 150_000);
+            let a = modelled.enqueue(now, pkt(i, 1448));
+            let b = raw.enqueue(now, Raw(1500));
+            assert_eq!(a, b);
+            while let Some(p) = modelled.poll_deliver(now) {
+                got.0.push((now, p.wire_len));
+            }
+            while let Some(p) = raw.poll_deliver(now) {
+                got.1.push((now, p.0));
+            }
+            assert_eq!(modelled.poll_at(), raw.poll_at());
+        }
+        assert_eq!(got.0, got.1);
+        assert!(modelled.stats().queue_drops > 0 && modelled.stats().random_drops > 0);
     }
 
     #[test]
