@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .errors import ScenarioError
 from .scenario import Scenario, Source, load, to_native
+from .scheduler import is_reference
+from .scheduler import load as load_scheduler
 
 if TYPE_CHECKING:  # numpy, pyarrow and pandas are imported when traces are used
     import pandas as pd
@@ -127,7 +129,13 @@ def _expand(overrides: Mapping[str, Any]) -> dict[str, Any]:
     return {SHORTCUTS.get(key, key): value for key, value in overrides.items()}
 
 
-def run(scenario: Source | Scenario = None, *, trace: bool = False, **overrides: Any) -> Result:
+def run(
+    scenario: Source | Scenario = None,
+    *,
+    trace: bool = False,
+    scheduler: str | object | None = None,
+    **overrides: Any,
+) -> Result:
     """Simulate a scenario.
 
     ``scenario`` is a file path, a TOML string, a dict, an already loaded :class:`Scenario`, or
@@ -135,17 +143,30 @@ def run(scenario: Source | Scenario = None, *, trace: bool = False, **overrides:
     ``duration=``, ``scheduler=`` (and ``congestion``, ``protocol``, ``sndbuf``, ``rcvbuf``,
     ``paths``) or dotted keys such as ``**{"path.lte.rtt": "200ms"}``. Invalid input raises
     :class:`ScenarioError`.
+
+    ``scheduler`` is a registered name, ``"module:Class"`` (a scheduler written in Python), or
+    a Python scheduler object (see :mod:`mpsched.scheduler`).
     """
     start = time.perf_counter()
+    py_scheduler: object | None = None
+    if scheduler is not None and not isinstance(scheduler, str):
+        py_scheduler = scheduler
+        overrides["scheduler"] = f"python:{type(scheduler).__name__}"
+    elif scheduler is not None:
+        overrides["scheduler"] = scheduler
+        if is_reference(scheduler):
+            py_scheduler = load_scheduler(scheduler)
     if isinstance(scenario, Scenario):
-        if overrides:
+        if overrides and py_scheduler is None:
             raise ScenarioError("overrides cannot be applied to a loaded Scenario; use load()")
         model = scenario
     else:
         model = load(scenario, _expand(overrides))
     config = to_native(model)
+    if py_scheduler is None and is_reference(config["scheduler"]):
+        py_scheduler = load_scheduler(config["scheduler"])
     try:
-        summary_json, columns = native().run(json.dumps(config), trace)
+        summary_json, columns = native().run(json.dumps(config), trace, scheduler=py_scheduler)
     except ValueError as exc:
         raise ScenarioError(" ".join(str(exc).split())) from None
     summary: dict[str, Any] = json.loads(summary_json)

@@ -296,7 +296,11 @@ def _check(scenario: Scenario) -> None:
                 raise ValueError(f"connection.paths[{j}]: path {name!r} is listed twice")
 
     known_schedulers = _scheduler_names()
-    if known_schedulers is not None and connection.scheduler not in known_schedulers:
+    if (
+        known_schedulers is not None
+        and connection.scheduler not in known_schedulers
+        and ":" not in connection.scheduler  # module:Class, a scheduler written in Python
+    ):
         raise ValueError(
             f"connection.scheduler: unknown scheduler {connection.scheduler!r} "
             f"(known: {', '.join(known_schedulers)})"
