@@ -166,7 +166,8 @@ def run(
     if py_scheduler is None and is_reference(config["scheduler"]):
         py_scheduler = load_scheduler(config["scheduler"])
     try:
-        summary_json, columns = native().run(json.dumps(config), trace, scheduler=py_scheduler)
+        extra = {} if py_scheduler is None else {"scheduler": py_scheduler}
+        summary_json, columns = native().run(json.dumps(config), trace, **extra)
     except ValueError as exc:
         raise ScenarioError(" ".join(str(exc).split())) from None
     summary: dict[str, Any] = json.loads(summary_json)
