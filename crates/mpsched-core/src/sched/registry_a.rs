@@ -1,5 +1,168 @@
 //! Registry entries of redundant, bm, blest, ecf and daps.
 
-use super::SchedInfo;
+use super::blest::Blest;
+use super::bm::BufferbloatMitigation;
+use super::daps::Daps;
+use super::ecf::Ecf;
+use super::redundant::Redundant;
+use super::{no_params, SchedInfo, Scheduler};
 
-pub const SCHEDULERS: &[SchedInfo] = &[];
+pub const SCHEDULERS: &[SchedInfo] = &[
+    SchedInfo {
+        name: "redundant",
+        description: "every segment on every subflow with window space; laggards resume at the \
+                      oldest segment not yet Data-ACKed",
+        source: "Linux out-of-tree mptcp_redundant.c (Erbshaeusser, Froemmgen; v0.90+)",
+        build: |p| {
+            no_params("redundant", p).map(|_| Box::new(Redundant::new()) as Box<dyn Scheduler>)
+        },
+    },
+    SchedInfo {
+        name: "bm",
+        description: "LowRTT with bufferbloat mitigation: in flight < lambda x sRTT_min / sRTT x \
+                      cwnd",
+        source: "Paasch et al., CSWS 2014, sec. 3.4 (after Ferlin et al., IWQoS 2014)",
+        build: |p| BufferbloatMitigation::from_params(p).map(|s| Box::new(s) as Box<dyn Scheduler>),
+    },
+    SchedInfo {
+        name: "blest",
+        description: "LowRTT that skips the slower subflow when its segment would block the \
+                      fastest one in the send window",
+        source: "Ferlin et al., IFIP Networking 2016; Linux out-of-tree mptcp_blest.c",
+        build: |p| Blest::from_params(p).map(|s| Box::new(s) as Box<dyn Scheduler>),
+    },
+    SchedInfo {
+        name: "ecf",
+        description: "earliest completion first: wait for the fastest subflow when a slower one \
+                      would finish later",
+        source: "Lim et al., CoNEXT 2017, Algorithm 1; Linux out-of-tree mptcp_ecf.c",
+        build: |p| Ecf::from_params(p).map(|s| Box::new(s) as Box<dyn Scheduler>),
+    },
+    SchedInfo {
+        name: "daps",
+        description: "delay-aware packet scheduling: plan each subflow's segments over the \
+                      hyperperiod of the path delays so that they arrive in order",
+        source: "Kuhn et al., ICC 2014, Algorithm 1; kernel port in the mptcp-kau fork",
+        build: |p| Daps::from_params(p).map(|s| Box::new(s) as Box<dyn Scheduler>),
+    },
+];
+
+/// Drives a `Sender` through the sans-IO API, for the unit tests of the schedulers above.
+#[cfg(test)]
+pub(super) mod harness {
+    use crate::cc::CcKind;
+    use crate::conn::sender::SubflowConfig;
+    use crate::conn::{Sender, SenderConfig};
+    use crate::packet::{Ack, Packet, Payload, SackBlock, MAX_SACK_BLOCKS};
+    use crate::sched::{self, ParamValue, SchedParams};
+    use crate::time::{Dur, Time};
+    use crate::units::{wire::MSS, Bytes};
+
+    pub const MSS64: u64 = MSS as u64;
+
+    pub fn ms(x: u64) -> Time {
+        Time(x * 1_000_000)
+    }
+
+    pub fn params(kv: &[(&str, f64)]) -> SchedParams {
+        kv.iter().fold(SchedParams::new(), |p, &(k, v)| {
+            p.with(k, ParamValue::Num(v))
+        })
+    }
+
+    /// A Reno sender over subflows with the given handshake RTTs, all up at time 0.
+    pub fn sender_with(
+        scheduler: &str,
+        p: &SchedParams,
+        rtts_ms: &[u64],
+        rwnd_segments: u64,
+        total_bytes: Option<u64>,
+    ) -> Sender {
+        Sender::new(
+            SenderConfig {
+                mptcp: true,
+                sndbuf: Bytes(64 << 20),
+                initial_rwnd: Bytes(rwnd_segments * MSS64),
+                total: total_bytes.map(Bytes),
+                subflows: rtts_ms
+                    .iter()
+                    .map(|&r| SubflowConfig {
+                        established_at: Time::ZERO,
+                        handshake_rtt: Dur::from_millis(r),
+                        backup: false,
+                    })
+                    .collect(),
+                trace: false,
+            },
+            CcKind::Reno.build(),
+            sched::build(scheduler, p).unwrap(),
+            Time::ZERO,
+        )
+    }
+
+    /// (subflow, subflow seq, data seq) of every packet the sender has queued.
+    pub fn drain(s: &mut Sender) -> Vec<(u8, u64, u64)> {
+        std::iter::from_fn(|| s.poll_transmit())
+            .map(|p| match p.payload {
+                Payload::Data(d) => (p.subflow, d.seq, d.dseq),
+                Payload::Ack(_) => unreachable!(),
+            })
+            .collect()
+    }
+
+    pub fn ack(subflow: u8, cum: u64, data_ack: u64, rwnd_segments: u64) -> Packet {
+        Packet::ack(
+            subflow,
+            Ack {
+                ack: cum,
+                sack: [SackBlock { start: 0, end: 0 }; MAX_SACK_BLOCKS],
+                sack_len: 0,
+                data_ack,
+                rwnd: rwnd_segments * MSS64,
+                ts_ecr: Time::ZERO,
+            },
+            true,
+        )
+    }
+
+    /// The data segments sent on `sf`, in order.
+    pub fn on(out: &[(u8, u64, u64)], sf: u8) -> Vec<u64> {
+        out.iter().filter(|x| x.0 == sf).map(|x| x.2).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sched::{build, lookup, ParamValue, SchedParams};
+
+    #[test]
+    fn every_entry_builds_and_names_itself() {
+        for info in SCHEDULERS {
+            let s = build(info.name, &SchedParams::new()).unwrap();
+            assert_eq!(s.name(), info.name);
+            assert!(lookup(info.name).is_some());
+        }
+    }
+
+    #[test]
+    fn bad_parameters_are_refused_with_their_name() {
+        let bad = |name: &str, key: &str, v: ParamValue| {
+            let p = SchedParams::new().with(key, v);
+            let e = build(name, &p).err().unwrap();
+            assert!(
+                e.contains(&format!("connection.scheduler_params.{key}")),
+                "{name}: {e}"
+            );
+        };
+        bad("redundant", "lambda", ParamValue::Num(1.0));
+        bad("bm", "lambda", ParamValue::Num(0.0));
+        bad("bm", "srtt_min", ParamValue::Str("median".into()));
+        bad("blest", "lambda", ParamValue::Num(2.0));
+        bad("blest", "lambda_min", ParamValue::Num(-1.0));
+        bad("ecf", "beta", ParamValue::Num(-0.5));
+        bad("ecf", "gamma", ParamValue::Num(0.5));
+        bad("daps", "granularity", ParamValue::Str("soon".into()));
+        bad("daps", "cwnd_ewma", ParamValue::Num(2.0));
+    }
+}
