@@ -1,1 +1,478 @@
-//! STMS-C and STMS-A: being written.
+//! STMS, the Slide Together Multipath Scheduler (Shi et al., "STMS: Improving MPTCP Throughput
+//! Under Heterogeneous Networks", USENIX ATC 2018): segments are sent out of order so that
+//! they arrive in order. The fast subflow always sends the first never-sent segment; the slow
+//! one sends the segment `gap` places further on, leaving the gap for the fast subflow to fill
+//! before the slow subflow's segment lands.
+//!
+//! Algorithm 1 (sec. 3.1; sec. 4 for what "unsent" means):
+//!
+//! ```text
+//! unsent <- never-sent segments, in data order (segments the slow subflow sent ahead skipped)
+//! if the fast subflow has window space:  send unsent[0] on it
+//! else if the slow one has:              send unsent[gap] on it, if that segment exists and
+//!                                        lies in the receive window; otherwise send nothing
+//! ```
+//!
+//! STMS-C (sec. 4) computes the gap each time the slow subflow sends, from eq. 2 with
+//! OWD = srtt / 2:
+//!
+//! ```text
+//! gap = B_f x (srtt_s - srtt_f) / 2                                                  (eq. 2)
+//! ```
+//!
+//! B_f is the fast subflow's delivery rate: the data actually delivered per unit time, which is
+//! what fills the gap (a bottleneck-bandwidth maximum would overstate it whenever the fast path
+//! cannot run at its link rate, sec. 3.1's "it can never reach the actual available
+//! bandwidth"). Each delivery-rate sample already averages over an RTT (`tcp_rate.c`); new
+//! samples are smoothed with gain 1/8, as srtt is. Before the first sample: cwnd x MSS / srtt.
+//!
+//! STMS-A (Algorithm 2) adjusts the gap from the Data ACKs instead:
+//!
+//! ```text
+//! on each Data ACK acknowledging `acked` segments:
+//!     delta <- 0
+//!     if acked > 2:
+//!         delta <- +acked if the old left edge went out on the slow subflow (it arrived late:
+//!                  widen the gap), -acked if on the fast one (the slow one is early)
+//!     ewma <- ewma + (delta - ewma) / 8
+//!     once per adjust_interval: gap <- max(0, gap + ewma)
+//! ```
+//!
+//! `adjust_interval` defaults to (srtt_s + srtt_f) / 2, the paper's setting (sec. 5). The
+//! paper leaves the EWMA's gain open; 1/8 is TCP's srtt gain. A Data ACK of at most 2 segments
+//! is in-order progress (RFC 1122's ACK every other segment) and counts as delta = 0, so the
+//! average measures how much of the recent progress came in jumps, and which way. The gap
+//! starts at 0: STMS-A relies on the feedback, not on path estimates (sec. 3.1).
+//!
+//! Algorithm 2 reads every jump as a gap error, including the jump that ends a subflow's loss
+//! recovery: a segment lost on the slow subflow stalls the stream for about RTT_s and its
+//! retransmission then releases hundreds of segments at once, with the left edge on the slow
+//! subflow. Such jumps push the gap up far more than the fast subflow's (shorter) recoveries
+//! pull it down, and under CUBIC's periodic losses the gap settles above the true one. The
+//! parameter `recovery_jumps = "skip"` (not in the paper; default `"count"`, the paper) ignores
+//! Data ACKs that arrive while any subflow is in fast recovery or after a timeout.
+//!
+//! Fallback (sec. 3.2, eq. 4): the slow subflow is used only if the host buffer (the smaller of
+//! the send buffer and the largest receive window seen) holds
+//!
+//! ```text
+//! Buf(fallback) = RTT_f x B_f + gap   (the fast subflow's window, cwnd_f, plus the gap)
+//! ```
+//!
+//! below that STMS is single-path TCP on the fast subflow. (The "unsent[gap] must lie in the
+//! window" rule of Algorithm 1 enforces nearly the same limit by itself.)
+//!
+//! More than two subflows (the paper has two): subflows are ranked by srtt. The fastest sends
+//! unsent[0]; subflow j sends unsent[gap_j], where gap_j counts what every faster subflow k
+//! delivers while j's segment is in flight:
+//!
+//! ```text
+//! gap_j = sum over k faster than j of B_k x (srtt_j - srtt_k) / 2        (STMS-C)
+//! ```
+//!
+//! When several subflows have window space the fastest goes first. STMS-A keeps one gap per
+//! subflow: a Data ACK whose left edge went out on slower subflow j widens gap_j; one whose left
+//! edge went out on the fastest narrows every gap. Eq. 4 becomes: subflow j is used if the
+//! host buffer holds the windows of the faster subflows plus gap_j. With two subflows all of
+//! this is exactly Algorithms 1 and 2.
+//!
+//! The gap in use is recorded as "gap" (segments) for the second-fastest subflow, and as
+//! "gap.sfK" for each slower subflow K < 8 when there are more than two.
+//!
+//! Reinjections after a timeout go first, on the fastest available subflow that has not
+//! carried them (as LowRTT's), which the paper does not change. Backup subflows rank after
+//! regular ones.
+
+use super::minrtt::next_reinjection;
+use super::{Decision, Reason, SchedCtx, Scheduler, SubflowSet, SubflowView};
+use crate::cc::CaState;
+use crate::time::{Dur, Time};
+use crate::units::wire::MSS;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StmsVariant {
+    /// STMS-C: gap from eq. 2.
+    Calculated,
+    /// STMS-A: gap from Algorithm 2; `interval` `None` = (srtt_s + srtt_f) / 2;
+    /// `skip_recovery`: ignore Data ACKs while a subflow recovers from a loss.
+    Adjusted {
+        interval: Option<Dur>,
+        skip_recovery: bool,
+    },
+}
+
+const PER_SUBFLOW_KEYS: [&str; 8] = [
+    "gap.sf0", "gap.sf1", "gap.sf2", "gap.sf3", "gap.sf4", "gap.sf5", "gap.sf6", "gap.sf7",
+];
+
+#[derive(Clone, Debug, Default)]
+struct PerSubflow {
+    /// The gap in segments (STMS-A: adjusted, fractional; STMS-C: last computed).
+    gap: f64,
+    /// STMS-A: smoothed delta.
+    ewma: f64,
+    next_adjust: Option<Time>,
+    /// Smoothed delivery rate (bits per second) and the last raw sample seen.
+    rate_bps: f64,
+    last_sample: u64,
+    srtt: Dur,
+    /// The integer gap last recorded, per key kind (second-fastest, per subflow).
+    recorded: Option<u64>,
+    recorded_rank1: Option<u64>,
+}
+
+pub struct Stms {
+    variant: StmsVariant,
+    sf: Vec<PerSubflow>,
+    /// Established subflows by rank at the last decision (fastest first).
+    order: Vec<usize>,
+    max_window: u64,
+    /// Whether a subflow was in loss recovery at the last decision.
+    recovering: bool,
+}
+
+impl Stms {
+    pub fn new(variant: StmsVariant) -> Stms {
+        Stms {
+            variant,
+            sf: Vec::new(),
+            order: Vec::new(),
+            max_window: 0,
+            recovering: false,
+        }
+    }
+
+    /// Feeds new delivery-rate samples into each subflow's smoothed estimate.
+    fn update_rates(&mut self, views: &[SubflowView]) {
+        for v in views {
+            let s = &mut self.sf[v.id];
+            s.srtt = v.srtt;
+            let sample = v.delivery_rate_bps;
+            if sample > 0 && sample != s.last_sample {
+                s.last_sample = sample;
+                s.rate_bps = if s.rate_bps == 0.0 {
+                    sample as f64
+                } else {
+                    s.rate_bps + (sample as f64 - s.rate_bps) / 8.0
+                };
+            }
+        }
+    }
+
+    /// B_k in segments per second.
+    fn segments_per_sec(&self, v: &SubflowView) -> f64 {
+        let bps = match self.sf[v.id].rate_bps {
+            r if r > 0.0 => r,
+            _ if v.srtt > Dur::ZERO => v.cwnd as f64 * MSS as f64 * 8.0 / v.srtt.as_secs_f64(),
+            _ => 0.0,
+        };
+        bps / (8.0 * MSS as f64)
+    }
+
+    /// The gap of the subflow ranked `rank` (>= 1), in segments.
+    fn gap(&mut self, views: &[SubflowView], rank: usize) -> u64 {
+        let j = self.order[rank];
+        if self.variant == StmsVariant::Calculated {
+            // eq. 2, summed over the faster subflows.
+            let owd_j = views[j].srtt.as_secs_f64() / 2.0;
+            let gap: f64 = self.order[..rank]
+                .iter()
+                .map(|&k| {
+                    let owd_k = views[k].srtt.as_secs_f64() / 2.0;
+                    self.segments_per_sec(&views[k]) * (owd_j - owd_k).max(0.0)
+                })
+                .sum();
+            self.sf[j].gap = gap;
+        }
+        self.sf[j].gap.round().max(0.0) as u64
+    }
+
+    fn record(&mut self, ctx: &mut SchedCtx, rank: usize, gap: u64) {
+        let j = self.order[rank];
+        let s = &mut self.sf[j];
+        if rank == 1 && s.recorded_rank1 != Some(gap) {
+            s.recorded_rank1 = Some(gap);
+            ctx.record("gap", gap as f64);
+        }
+        if self.order.len() > 2 && j < PER_SUBFLOW_KEYS.len() && s.recorded != Some(gap) {
+            s.recorded = Some(gap);
+            ctx.record(PER_SUBFLOW_KEYS[j], gap as f64);
+        }
+    }
+
+    /// Eq. 4 for the subflow ranked `rank`: the host buffer holds the faster subflows' windows
+    /// plus the gap.
+    fn buffer_allows(&self, views: &[SubflowView], rank: usize, gap: u64, host_buf: u64) -> bool {
+        let faster: u64 = self.order[..rank]
+            .iter()
+            .map(|&k| views[k].cwnd as u64)
+            .sum();
+        (faster + gap) * MSS as u64 <= host_buf
+    }
+}
+
+impl Scheduler for Stms {
+    fn name(&self) -> &'static str {
+        match self.variant {
+            StmsVariant::Calculated => "stms-c",
+            StmsVariant::Adjusted { .. } => "stms-a",
+        }
+    }
+
+    fn next(&mut self, ctx: &mut SchedCtx) -> Option<Decision> {
+        let views = ctx.subflows();
+        if self.sf.len() < views.len() {
+            self.sf.resize(views.len(), PerSubflow::default());
+        }
+        self.update_rates(views);
+        self.recovering = views.iter().any(|v| v.ca_state != CaState::Open);
+        self.max_window = self.max_window.max(ctx.window_bytes());
+        self.order.clear();
+        self.order
+            .extend(views.iter().filter(|v| v.established).map(|v| v.id));
+        self.order
+            .sort_by_key(|&i| (views[i].backup, views[i].srtt, i));
+
+        if let Some(d) = next_reinjection(ctx) {
+            return Some(d);
+        }
+        let host_buf = ctx.sndbuf_bytes().min(self.max_window);
+        for rank in 0..self.order.len() {
+            let j = self.order[rank];
+            if !ctx.subflows()[j].available() {
+                continue;
+            }
+            if rank == 0 {
+                // Algorithm 1 line 3: the fast subflow sends unsent[0].
+                let dseq = ctx.first_unsent()?;
+                return ctx.in_window(dseq).then_some(Decision {
+                    dseq,
+                    subflows: SubflowSet::one(j),
+                    reason: Reason::New,
+                });
+            }
+            // Line 5: a slower subflow sends unsent[gap].
+            let gap = self.gap(ctx.subflows(), rank);
+            self.record(ctx, rank, gap);
+            if !self.buffer_allows(ctx.subflows(), rank, gap, host_buf) {
+                continue;
+            }
+            match ctx.unsent().nth(gap as usize) {
+                Some(dseq) if ctx.in_window(dseq) => {
+                    return Some(Decision {
+                        dseq,
+                        subflows: SubflowSet::one(j),
+                        reason: Reason::New,
+                    })
+                }
+                // Beyond the window or the written data: skip this round (sec. 4).
+                _ => continue,
+            }
+        }
+        None
+    }
+
+    fn on_data_ack(&mut self, now: Time, acked: u64, left_edge: SubflowSet) {
+        let StmsVariant::Adjusted {
+            interval,
+            skip_recovery,
+        } = self.variant
+        else {
+            return;
+        };
+        let Some(&fast) = self.order.first() else {
+            return;
+        };
+        let fast_srtt = self.sf[fast].srtt;
+        for &j in &self.order[1..] {
+            let s = &mut self.sf[j];
+            let mut delta = 0.0;
+            if acked > 2 && !(skip_recovery && self.recovering) {
+                if left_edge.contains(fast) {
+                    delta = -(acked as f64);
+                } else if left_edge.contains(j) {
+                    delta = acked as f64;
+                }
+            }
+            s.ewma += (delta - s.ewma) / 8.0;
+            let every = interval.unwrap_or((s.srtt + fast_srtt) / 2);
+            match s.next_adjust {
+                None => s.next_adjust = Some(now + every),
+                Some(t) if now >= t => {
+                    s.gap = (s.gap + s.ewma).max(0.0);
+                    s.next_adjust = Some(now + every);
+                }
+                Some(_) => {}
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::registry_b::testkit::*;
+    use super::{PerSubflow, Stms, StmsVariant};
+    use crate::conn::Sender;
+    use crate::sched::{Scheduler, SubflowSet};
+    use crate::time::Dur;
+
+    /// The gap values recorded so far.
+    fn gaps(s: &mut Sender) -> Vec<f64> {
+        s.take_sched_samples()
+            .into_iter()
+            .filter(|x| x.key == "gap")
+            .map(|x| x.value)
+            .collect()
+    }
+
+    #[test]
+    fn the_fast_subflow_sends_in_order_and_the_slow_one_beyond_the_gap() {
+        // No delivery-rate sample yet: B_f = cwnd x MSS / srtt = 10 segments / 10 ms, and
+        // gap = 1000/s x (100 - 10) ms / 2 = 45.
+        let mut s = sender("stms-c", Setup::default());
+        s.start(ms(0));
+        let out = drain(&mut s);
+        assert_eq!(on(&out, 0), (0..10).collect::<Vec<_>>());
+        assert_eq!(on(&out, 1), (55..65).collect::<Vec<_>>());
+        assert_eq!(gaps(&mut s), vec![45.0]);
+        // The fast subflow fills the gap in order, skipping nothing it should not.
+        s.handle_ack(ms(10), &ack(0, 10, 10, 1000));
+        let out = drain(&mut s);
+        assert_eq!(on(&out, 0), (10..30).collect::<Vec<_>>());
+        assert_eq!(s.stats.sched_rejects, 0);
+    }
+
+    #[test]
+    fn the_slow_subflow_skips_what_it_sent_already() {
+        let mut s = sender("stms-c", Setup::default());
+        s.start(ms(0));
+        drain(&mut s);
+        // The slow subflow's ACK frees 2 + 2 (slow start): unsent[45] is now past 65, since
+        // 55..64 are sent and no longer count.
+        s.handle_ack(ms(100), &ack(1, 2, 0, 1000));
+        let out = drain(&mut s);
+        let slow = on(&out, 1);
+        assert_eq!(slow.len(), 4);
+        assert!(slow[0] >= 65, "{slow:?}");
+    }
+
+    #[test]
+    fn a_host_buffer_below_buf_fallback_leaves_the_slow_subflow_idle() {
+        // Eq. 4: cwnd_f + gap = 10 + 45 segments > a 40-segment receive window.
+        let mut s = sender(
+            "stms-c",
+            Setup {
+                rwnd_segments: 40,
+                ..Setup::default()
+            },
+        );
+        s.start(ms(0));
+        let out = drain(&mut s);
+        assert_eq!(on(&out, 0), (0..10).collect::<Vec<_>>());
+        assert!(on(&out, 1).is_empty());
+        // minrtt, for contrast, would use the slow subflow at once.
+        let mut m = sender(
+            "minrtt",
+            Setup {
+                rwnd_segments: 40,
+                ..Setup::default()
+            },
+        );
+        m.start(ms(0));
+        assert_eq!(on(&drain(&mut m), 1).len(), 10);
+    }
+
+    #[test]
+    fn stms_a_starts_with_no_gap() {
+        let mut s = sender("stms-a", Setup::default());
+        s.start(ms(0));
+        let out = drain(&mut s);
+        assert_eq!(on(&out, 0), (0..10).collect::<Vec<_>>());
+        assert_eq!(on(&out, 1), (10..20).collect::<Vec<_>>());
+        assert_eq!(gaps(&mut s), vec![0.0]);
+    }
+
+    /// An STMS-A scheduler as `next` leaves it with a 10 ms and a 100 ms subflow.
+    fn adjusting(interval: Option<Dur>) -> Stms {
+        adjusting_with(interval, false)
+    }
+
+    fn adjusting_with(interval: Option<Dur>, skip_recovery: bool) -> Stms {
+        let mut st = Stms::new(StmsVariant::Adjusted {
+            interval,
+            skip_recovery,
+        });
+        st.order = vec![0, 1];
+        st.sf = vec![PerSubflow::default(); 2];
+        st.sf[0].srtt = Dur::from_millis(10);
+        st.sf[1].srtt = Dur::from_millis(100);
+        st
+    }
+
+    #[test]
+    fn algorithm_2_moves_the_gap_by_the_average_jump_once_per_interval() {
+        let (fast, slow) = (SubflowSet::one(0), SubflowSet::one(1));
+        let mut st = adjusting(None);
+        // The first Data ACK starts the clock: adjust_interval = (100 + 10) / 2 = 55 ms.
+        st.on_data_ack(ms(0), 2, fast);
+        // A jump of 40 with the left edge on the slow subflow: delta = +40, ewma = 5; no
+        // change before the interval is over.
+        st.on_data_ack(ms(10), 40, slow);
+        assert_eq!(st.sf[1].gap, 0.0);
+        assert_eq!(st.sf[1].ewma, 5.0);
+        // In-order progress (<= 2 segments) counts as delta = 0 and decays the average; at
+        // 55 ms the gap takes it.
+        st.on_data_ack(ms(55), 2, slow);
+        assert_eq!(st.sf[1].ewma, 5.0 * 7.0 / 8.0);
+        assert_eq!(st.sf[1].gap, 5.0 * 7.0 / 8.0);
+        // A jump with the left edge on the fast subflow pulls the other way; the gap never
+        // goes below 0.
+        for k in 0..8 {
+            st.on_data_ack(ms(60 + 60 * k), 100, fast);
+        }
+        assert!(st.sf[1].ewma < -50.0);
+        assert_eq!(st.sf[1].gap, 0.0);
+    }
+
+    #[test]
+    fn adjust_interval_is_a_parameter() {
+        let slow = SubflowSet::one(1);
+        let mut st = adjusting(Some(Dur::from_millis(500)));
+        st.on_data_ack(ms(0), 2, slow);
+        st.on_data_ack(ms(100), 80, slow);
+        st.on_data_ack(ms(499), 80, slow);
+        assert_eq!(st.sf[1].gap, 0.0);
+        st.on_data_ack(ms(500), 80, slow);
+        assert!(st.sf[1].gap > 20.0);
+        let bad = crate::sched::build(
+            "stms-a",
+            &crate::sched::SchedParams::new().with(
+                "adjust_interval",
+                crate::sched::ParamValue::Str("-1s".into()),
+            ),
+        );
+        assert!(bad
+            .err()
+            .unwrap()
+            .contains("scheduler_params.adjust_interval"));
+    }
+
+    #[test]
+    fn recovery_jumps_can_be_skipped() {
+        let slow = SubflowSet::one(1);
+        for (skip, moved) in [(false, true), (true, false)] {
+            let mut st = adjusting_with(None, skip);
+            st.recovering = true;
+            st.on_data_ack(ms(0), 2, slow);
+            st.on_data_ack(ms(10), 400, slow);
+            st.on_data_ack(ms(60), 2, slow);
+            assert_eq!(st.sf[1].gap > 0.0, moved, "skip = {skip}");
+        }
+        let p = crate::sched::SchedParams::new().with(
+            "recovery_jumps",
+            crate::sched::ParamValue::Str("sometimes".into()),
+        );
+        let err = crate::sched::build("stms-a", &p).err().unwrap();
+        assert!(err.contains("scheduler_params.recovery_jumps"), "{err}");
+    }
+}

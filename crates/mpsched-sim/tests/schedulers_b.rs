@@ -1,0 +1,345 @@
+//! Acceptance tests of otias, stms-c, stms-a, mptcp-sf and linux through the simulator: what
+//! their papers claim, against what the model does. Where the model does not reproduce a
+//! claim, the test checks what it does show and says why in a comment.
+//!
+//! Rates: a 30 Mbit/s link carries 30e6 / 8 / 1500 = 2500 full-sized packets per second, i.e.
+//! 2500 data segments (1448 payload bytes) per second, 28.96 Mbit/s of payload.
+
+use mpsched_sim::build::*;
+use mpsched_sim::config::{Config, Protocol, QueueSpec, Workload};
+use mpsched_sim::{RunOutput, Simulation, Summary};
+
+fn run(cfg: Config) -> Summary {
+    Simulation::new(cfg, false).unwrap().run().summary
+}
+
+fn run_traced(cfg: Config) -> RunOutput {
+    Simulation::new(cfg, true).unwrap().run()
+}
+
+fn with(mut cfg: Config, scheduler: &str) -> Config {
+    cfg.scheduler = scheduler.into();
+    cfg
+}
+
+/// Payload rate of a link carrying full-sized packets: rate x 1448 / 1500.
+fn payload_mbps(rate_bps: u64) -> f64 {
+    rate_bps as f64 * 1448.0 / 1500.0 / 1e6
+}
+
+/// Segments per second of a 30 Mbit/s link.
+const SEGS_PER_SEC: f64 = 30e6 / 8.0 / 1500.0;
+
+/// Two 30 Mbit/s paths without random loss, RTT 20 ms and `slow_rtt` ms, the given buffers.
+fn constant(slow_rtt: u64, fast_q_ms: u64, slow_q_ms: u64, scheduler: &str, secs: u64) -> Config {
+    scenario(
+        vec![
+            path(
+                "fast",
+                30 * MBPS,
+                20 * MS,
+                QueueSpec::TimeNs(fast_q_ms * MS),
+                0.0,
+            ),
+            path(
+                "slow",
+                30 * MBPS,
+                slow_rtt * MS,
+                QueueSpec::TimeNs(slow_q_ms * MS),
+                0.0,
+            ),
+        ],
+        scheduler,
+        secs * S,
+    )
+}
+
+// ----- 1. in-order delivery -----
+
+/// Constant paths, no random loss, each path's buffer one bandwidth-delay product (deep enough
+/// for a single TCP to fill its link): the out-of-order schedulers deliver most segments the
+/// moment they arrive, where minrtt holds the fast subflow's segments for about the one-way
+/// delay difference.
+///
+/// Not "near zero" on the mean, as the papers show (OTIAS Fig. 5, STMS Fig. 10): CUBIC fills
+/// any finite buffer, and each overflow loss stalls the stream for a round trip of the lossy
+/// subflow, during which everything that arrives on the other one waits. Those stalls are
+/// counted (the model measures from a segment's arrival at the receiver, loss recovery
+/// included) and weigh on the mean whatever the scheduler; the median shows the in-order
+/// delivery.
+#[test]
+fn out_of_order_schedulers_deliver_in_data_order_on_constant_paths() {
+    for slow in [100, 200] {
+        let cfg = |s: &str| constant(slow, 20, slow, s, 30);
+        let base = run(cfg("minrtt"));
+        for s in ["otias", "stms-c", "stms-a"] {
+            let r = run(cfg(s));
+            println!(
+                "20/{slow} ms {s}: OOO mean {:.1} ms, median {:.2} ms (minrtt {:.1}, {:.2}); \
+                 goodput {:.2} (minrtt {:.2})",
+                r.ooo_delay_ms.mean,
+                r.ooo_delay_ms.p50,
+                base.ooo_delay_ms.mean,
+                base.ooo_delay_ms.p50,
+                r.goodput_mbps,
+                base.goodput_mbps
+            );
+            assert!(
+                r.ooo_delay_ms.mean <= 0.5 * base.ooo_delay_ms.mean,
+                "20/{slow} {s}: mean OOO {:.1} vs minrtt {:.1}",
+                r.ooo_delay_ms.mean,
+                base.ooo_delay_ms.mean
+            );
+            assert!(
+                r.ooo_delay_ms.p50 <= 0.25 * base.ooo_delay_ms.p50,
+                "20/{slow} {s}: median OOO {:.2} vs minrtt {:.2}",
+                r.ooo_delay_ms.p50,
+                base.ooo_delay_ms.p50
+            );
+            assert!(r.goodput_mbps >= 0.97 * base.goodput_mbps);
+        }
+    }
+}
+
+// ----- 2. MPTCP-SF flow classes -----
+
+#[test]
+fn mptcp_sf_sends_a_short_file_on_one_subflow_and_a_long_one_on_all() {
+    let file = |scheduler: &str, size_bytes: u64| {
+        let mut c = scenario(
+            vec![
+                path("a", 30 * MBPS, 20 * MS, QueueSpec::TimeNs(50 * MS), 0.0),
+                path("b", 30 * MBPS, 25 * MS, QueueSpec::TimeNs(50 * MS), 0.0),
+                path("c", 30 * MBPS, 100 * MS, QueueSpec::TimeNs(50 * MS), 0.0),
+            ],
+            scheduler,
+            20 * S,
+        );
+        c.workload = Workload::File { size_bytes };
+        let s = run(c);
+        assert!(
+            s.completion_s.is_some(),
+            "{scheduler} {size_bytes}: not done"
+        );
+        s.subflows
+            .iter()
+            .map(|sf| sf.packets_sent)
+            .collect::<Vec<_>>()
+    };
+    // 50 KB (class S1): the fastest subflow only. Default also uses the 25 ms subflow, which
+    // joins while the first one's window is full.
+    let sf = file("mptcp-sf", 50_000);
+    assert!(sf[0] > 0 && sf[1] == 0 && sf[2] == 0, "{sf:?}");
+    let d = file("default", 50_000);
+    assert!(d.iter().filter(|&&p| p > 0).count() >= 2, "{d:?}");
+    // 10 MB (S3 after 400 KB): every subflow carries some of it, the 100 ms one too (it is
+    // left out of H1 in S2: 100 / 20 > lambda = 4).
+    let sf = file("mptcp-sf", 10_000_000);
+    let total: u64 = sf.iter().sum();
+    println!("10 MB: packets per subflow {sf:?}");
+    assert!(
+        sf.iter().all(|&p| p as f64 >= 0.01 * total as f64),
+        "{sf:?}"
+    );
+}
+
+// ----- 3. the STMS gap -----
+
+/// (true gap, time-weighted mean of the recorded gap, time-weighted median) over
+/// [from_s, end). The true gap is eq. 2 with what the run measured: B_f the segments per second
+/// delivered over the fast subflow, OWD the mean of (first arrival - first send) of the
+/// segments each subflow carried once.
+fn gap_against_truth(cfg: Config, from_s: f64) -> (f64, f64, f64) {
+    let end = cfg.duration_ns as f64 / 1e9;
+    let tr = run_traced(cfg).traces.unwrap();
+    let (d, sent) = (&tr.delivery, &tr.sent);
+    let lo = (from_s * 1e9) as u64;
+    let (mut owd, mut n, mut fast_segs) = ([0.0f64; 2], [0u64; 2], 0u64);
+    for i in 0..d.delivered_ns.len().min(sent.first_sent_ns.len()) {
+        let arrival = d.first_received_ns[i];
+        if arrival < lo {
+            continue;
+        }
+        let sf = d.subflow[i] as usize;
+        fast_segs += u64::from(sf == 0);
+        if sent.transmissions[i] == 1 {
+            owd[sf] += (arrival - sent.first_sent_ns[i]) as f64 / 1e9;
+            n[sf] += 1;
+        }
+    }
+    let b_f = fast_segs as f64 / (end - from_s);
+    let truth = b_f * (owd[1] / n[1] as f64 - owd[0] / n[0] as f64);
+    // The gap is recorded when it changes: each value holds until the next.
+    let g: Vec<(f64, f64)> = tr
+        .scheduler
+        .iter()
+        .filter(|x| x.key == "gap")
+        .map(|x| (x.t.as_secs_f64(), x.value))
+        .collect();
+    let mut held: Vec<(f64, f64)> = vec![];
+    for (k, &(t, v)) in g.iter().enumerate() {
+        let until = g.get(k + 1).map_or(end, |x| x.0);
+        if until > from_s {
+            held.push((v, until - t.max(from_s)));
+        }
+    }
+    let total: f64 = held.iter().map(|x| x.1).sum();
+    let mean = held.iter().map(|x| x.0 * x.1).sum::<f64>() / total;
+    held.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut acc = 0.0;
+    let median = held
+        .iter()
+        .find(|x| {
+            acc += x.1;
+            acc >= total / 2.0
+        })
+        .unwrap()
+        .0;
+    (truth, mean, median)
+}
+
+/// Constant 30 Mbit/s paths, 20/100 and 20/200 ms. Eq. 2 with OWD = srtt / 2 assumes the
+/// one-way delays are half the RTTs; queueing happens on the data direction only, so the
+/// buffers are kept shallow (5 ms) for that assumption to hold and the test to check the
+/// schedulers rather than the assumption. The true gap is then close to the nominal
+/// 2500 segments/s x (50 - 10) ms = 100 and x (100 - 10) ms = 225.
+///
+/// STMS-C's gap (time-weighted mean) and STMS-A's converged gap (time-weighted median, from
+/// 10 s on) are within 15% of it. STMS-A's mean is not: as Algorithm 2 is written, the Data
+/// ACK jump that ends a loss recovery on the slow subflow (CUBIC overflows even a shallow
+/// buffer every few seconds) widens the gap by a large step, which decays over seconds; the
+/// mean sits 25-30% high. Skipping those jumps (`recovery_jumps = "skip"`) brings the mean
+/// within 15% as well.
+#[test]
+fn the_stms_gaps_match_the_true_gap_on_constant_paths() {
+    for slow in [100, 200] {
+        // B_f x (OWD_s - OWD_f) with the propagation delays.
+        let nominal = SEGS_PER_SEC * (slow as f64 / 2.0 - 10.0) / 1e3;
+        let cfg = |s: &str| constant(slow, 5, 5, s, 40);
+        let (truth, c_mean, _) = gap_against_truth(cfg("stms-c"), 10.0);
+        let (truth_a, a_mean, a_median) = gap_against_truth(cfg("stms-a"), 10.0);
+        let mut skip = cfg("stms-a");
+        skip.scheduler_params
+            .insert("recovery_jumps".into(), serde_json::json!("skip"));
+        let (truth_s, s_mean, _) = gap_against_truth(skip, 10.0);
+        println!(
+            "20/{slow} ms: true gap {truth:.1} (nominal {nominal}); stms-c mean {c_mean:.1}; \
+             stms-a (true {truth_a:.1}) median {a_median:.1}, mean {a_mean:.1}; \
+             stms-a skip (true {truth_s:.1}) mean {s_mean:.1}"
+        );
+        assert!((truth / nominal - 1.0).abs() <= 0.1, "{truth} vs {nominal}");
+        let within = |x: f64, t: f64| (x / t - 1.0).abs() <= 0.15;
+        assert!(within(c_mean, truth), "stms-c {c_mean} vs {truth}");
+        assert!(within(a_median, truth_a), "stms-a {a_median} vs {truth_a}");
+        assert!(within(s_mean, truth_s), "stms-a skip {s_mean} vs {truth_s}");
+        // The gap is real: far from 0 and from minrtt's behaviour.
+        assert!(c_mean > 0.5 * nominal && a_median > 0.5 * nominal);
+    }
+}
+
+// ----- 4. the STMS paper's lab (sec. 2.1) -----
+
+/// Paper (sec. 5.2, Figs. 3 and 13): with a 30 KB buffer on the fast path, STMS improves the
+/// goodput by about 30% over Default, whose fast subflow collapses to ~40% of its link (Table
+/// 1) because Data ACK jumps make it burst into the small buffer.
+///
+/// Not reproduced: the model's Default keeps its fast subflow near its link rate, and STMS-A
+/// gains nothing. The bursts need a blocked connection-level window, and here nothing blocks
+/// it: the 6 MiB receive buffer is all window (Linux advertises about half of tcp_rmem, less
+/// after skb truesize overhead), and the LTE path's queue stays at ~150 ms rather than filling
+/// its 500 ms (the 0.01% random loss keeps CUBIC's window there small), so Buf(default) =
+/// (B_f + B_s) x RTT_s (eq. 1) is about 2.6 MB, well under the window. So the fast subflow
+/// is ACK-clocked by its own subflow ACKs and never sends a window's worth at once.
+#[test]
+fn lab_a_30kb_fast_buffer_does_not_collapse_the_fast_subflow_in_the_model() {
+    for slow in [100, 200] {
+        let cfg = |s: &str| {
+            let mut c = with(stms_lab(slow * MS, 60 * S), s);
+            c.paths[0].down.queue = QueueSpec::Bytes(30_000);
+            c
+        };
+        let d = run(cfg("default"));
+        let a = run(cfg("stms-a"));
+        println!(
+            "20/{slow} ms, 30 KB: default {:.2} (fast subflow {:.2}), stms-a {:.2} ({:.2}x)",
+            d.goodput_mbps,
+            d.subflows[0].goodput_mbps,
+            a.goodput_mbps,
+            a.goodput_mbps / d.goodput_mbps
+        );
+        assert!(d.subflows[0].goodput_mbps >= 0.9 * payload_mbps(30 * MBPS));
+        assert!(a.goodput_mbps >= 0.97 * d.goodput_mbps);
+    }
+}
+
+/// Paper (sec. 5.1.1, Fig. 10b): STMS-A keeps the mean out-of-order delay close to zero while
+/// Default's grows with the RTT difference. The claim taken here: with RTT_s = 200 ms and a
+/// 50 ms fast-path buffer, STMS-A's mean OOO delay is at most 25% of Default's.
+///
+/// Not reproduced on the mean: STMS-A's is ~60% of Default's. Two effects: (1) each random
+/// loss (0.01% on both paths) stalls the stream for a round trip of the lossy subflow, up to
+/// ~350 ms on the slow one, and everything arriving meanwhile waits; the model counts that
+/// wait (from arrival at the receiver, loss recovery included), which puts a floor of roughly
+/// 20 ms under any scheduler (STMS-C and OTIAS reach 31% and 37% of Default's). (2) Algorithm
+/// 2 reads the Data ACK jump ending such a stall as a gap error and widens the gap, which then
+/// takes seconds to come back; with `recovery_jumps = "skip"` STMS-A gets to ~35%.
+/// What holds: the median segment waits for nothing with STMS where it waits ~50 ms with
+/// Default, and every mean is well below Default's.
+#[test]
+fn lab_stms_delivers_in_order_where_default_waits_for_the_slow_path() {
+    let cfg = |s: &str| with(stms_lab(200 * MS, 60 * S), s);
+    let d = run(cfg("default"));
+    for s in ["stms-a", "stms-c", "otias"] {
+        let r = run(cfg(s));
+        println!(
+            "{s}: OOO mean {:.1} ms ({:.0}% of default's {:.1}), median {:.2} (default {:.2})",
+            r.ooo_delay_ms.mean,
+            100.0 * r.ooo_delay_ms.mean / d.ooo_delay_ms.mean,
+            d.ooo_delay_ms.mean,
+            r.ooo_delay_ms.p50,
+            d.ooo_delay_ms.p50
+        );
+        assert!(r.ooo_delay_ms.mean <= 0.75 * d.ooo_delay_ms.mean);
+        assert!(d.ooo_delay_ms.p50 >= 20.0);
+        assert!(r.ooo_delay_ms.p50 <= 0.05 * d.ooo_delay_ms.p50);
+    }
+}
+
+/// Paper (sec. 5.2): "When the host buffer is big enough, there is no blocking, so all four
+/// schedulers can get the full bandwidth aggregation effect." 6 MiB host buffers, deep router
+/// buffers (500 ms on both paths). With RTT_s = 100 ms every scheduler gets >= 90% of the two
+/// links' payload rate (2 x 28.96 Mbit/s). With RTT_s = 200 ms the slow path itself is the
+/// limit: 0.01% random loss caps CUBIC there at ~21 Mbit/s for a single TCP, so the reference
+/// is the sum of what single-path TCP gets on each path (the aggregation benefit's sum C_i).
+#[test]
+fn lab_with_big_buffers_every_scheduler_aggregates_both_paths() {
+    for slow in [100, 200] {
+        let lab = || {
+            let mut c = stms_lab(slow * MS, 60 * S);
+            c.paths[0].down.queue = QueueSpec::TimeNs(500 * MS);
+            c
+        };
+        let reference = if slow == 100 {
+            2.0 * payload_mbps(30 * MBPS)
+        } else {
+            (0..2)
+                .map(|p| {
+                    let mut c = lab();
+                    c.protocol = Protocol::Tcp;
+                    c.paths = vec![c.paths[p].clone()];
+                    run(c).goodput_mbps
+                })
+                .sum()
+        };
+        for s in ["stms-c", "stms-a", "otias", "mptcp-sf", "linux"] {
+            let r = run(with(lab(), s));
+            println!(
+                "20/{slow} ms {s}: {:.2} Mbit/s = {:.1}% of {reference:.2} ({:.1}% of the links)",
+                r.goodput_mbps,
+                100.0 * r.goodput_mbps / reference,
+                100.0 * r.goodput_mbps / (2.0 * payload_mbps(30 * MBPS))
+            );
+            assert!(r.goodput_mbps >= 0.9 * reference, "{s}");
+        }
+    }
+}
