@@ -246,10 +246,11 @@ fn the_stms_gaps_match_the_true_gap_on_constant_paths() {
 /// Not reproduced: the model's Default keeps its fast subflow near its link rate, and STMS-A
 /// gains nothing. The bursts need a blocked connection-level window, and here nothing blocks
 /// it: the 6 MiB receive buffer is all window (Linux advertises about half of tcp_rmem, less
-/// after skb truesize overhead), and the LTE path's queue stays at ~150 ms rather than filling
-/// its 500 ms (the 0.01% random loss keeps CUBIC's window there small), so Buf(default) =
-/// (B_f + B_s) x RTT_s (eq. 1) is about 2.6 MB, well under the window. So the fast subflow
-/// is ACK-clocked by its own subflow ACKs and never sends a window's worth at once.
+/// after skb truesize overhead), and the LTE path's queue stays far below its 500 ms (srtt
+/// ~160 ms at RTT 100 ms, ~350 ms at 200 ms: the 0.01% random loss keeps CUBIC's window
+/// there small), so Buf(default) = (B_f + B_s) x RTT_s (eq. 1) is at most about 2.5 MB, well
+/// under the window. The fast subflow stays clocked by its own subflow ACKs and never sends a
+/// window's worth at once.
 #[test]
 fn lab_a_30kb_fast_buffer_does_not_collapse_the_fast_subflow_in_the_model() {
     for slow in [100, 200] {

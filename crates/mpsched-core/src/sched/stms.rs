@@ -343,6 +343,31 @@ mod tests {
     }
 
     #[test]
+    fn with_three_subflows_each_gap_counts_every_faster_subflow() {
+        // 10, 30 and 100 ms, windows of 10: B = 1000 and 333 segments/s for the two faster.
+        // gap(30 ms) = 1000 x 10 ms = 10; gap(100 ms) = 1000 x 45 ms + 333 x 35 ms = 56.7.
+        let mut s = sender(
+            "stms-c",
+            Setup {
+                rtts_ms: vec![100, 10, 30],
+                ..Setup::default()
+            },
+        );
+        s.start(ms(0));
+        let out = drain(&mut s);
+        assert_eq!(on(&out, 1), (0..10).collect::<Vec<_>>());
+        // unsent[10] once 0..9 are out: 20 onwards.
+        assert_eq!(on(&out, 2), (20..30).collect::<Vec<_>>());
+        // unsent[57]: 10..19 and then 30 + 47 = 77 onwards.
+        assert_eq!(on(&out, 0), (77..87).collect::<Vec<_>>());
+        let samples = s.take_sched_samples();
+        let value = |key: &str| samples.iter().find(|x| x.key == key).map(|x| x.value);
+        assert_eq!(value("gap"), Some(10.0));
+        assert_eq!(value("gap.sf2"), Some(10.0));
+        assert_eq!(value("gap.sf0"), Some(57.0));
+    }
+
+    #[test]
     fn the_slow_subflow_skips_what_it_sent_already() {
         let mut s = sender("stms-c", Setup::default());
         s.start(ms(0));
