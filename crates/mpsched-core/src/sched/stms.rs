@@ -116,9 +116,8 @@ struct PerSubflow {
     rate_bps: f64,
     last_sample: u64,
     srtt: Dur,
-    /// The integer gap last recorded, per key kind (second-fastest, per subflow).
+    /// The integer gap last recorded under this subflow's own key.
     recorded: Option<u64>,
-    recorded_rank1: Option<u64>,
 }
 
 pub struct Stms {
@@ -127,6 +126,8 @@ pub struct Stms {
     /// Established subflows by rank at the last decision (fastest first).
     order: Vec<usize>,
     max_window: u64,
+    /// The value last recorded as "gap".
+    recorded_gap: Option<u64>,
     /// Whether a subflow was in loss recovery at the last decision.
     recovering: bool,
 }
@@ -138,6 +139,7 @@ impl Stms {
             sf: Vec::new(),
             order: Vec::new(),
             max_window: 0,
+            recorded_gap: None,
             recovering: false,
         }
     }
@@ -189,11 +191,11 @@ impl Stms {
 
     fn record(&mut self, ctx: &mut SchedCtx, rank: usize, gap: u64) {
         let j = self.order[rank];
-        let s = &mut self.sf[j];
-        if rank == 1 && s.recorded_rank1 != Some(gap) {
-            s.recorded_rank1 = Some(gap);
+        if rank == 1 && self.recorded_gap != Some(gap) {
+            self.recorded_gap = Some(gap);
             ctx.record("gap", gap as f64);
         }
+        let s = &mut self.sf[j];
         if self.order.len() > 2 && j < PER_SUBFLOW_KEYS.len() && s.recorded != Some(gap) {
             s.recorded = Some(gap);
             ctx.record(PER_SUBFLOW_KEYS[j], gap as f64);
@@ -235,6 +237,13 @@ impl Scheduler for Stms {
 
         if let Some(d) = next_reinjection(ctx) {
             return Some(d);
+        }
+        if let StmsVariant::Adjusted { .. } = self.variant {
+            // Algorithm 2 moves the gaps between decisions: record them as soon as possible.
+            for rank in 1..self.order.len() {
+                let gap = self.gap(ctx.subflows(), rank);
+                self.record(ctx, rank, gap);
+            }
         }
         let host_buf = ctx.sndbuf_bytes().min(self.max_window);
         for rank in 0..self.order.len() {
