@@ -157,6 +157,36 @@ fn ecf_and_blest_leave_the_slow_subflow_idle_for_a_short_file() {
 }
 
 #[test]
+fn blest_avoids_blocking_a_small_receive_window_and_adapts_lambda() {
+    // The STMS lab set-up with a 200 ms LTE path and a 500 kB receive buffer (paper 000,
+    // sec. 2): LowRTT fills the window with LTE segments that hold up the WiFi path.
+    let cfg = |sched: &str| {
+        let mut c = stms_lab(200 * MS, 60 * S);
+        c.scheduler = sched.into();
+        c.rcvbuf_bytes = 500_000;
+        c
+    };
+    let minrtt = run(cfg("minrtt"));
+    let out = traced(cfg("blest"));
+    let blest = &out.summary;
+    assert!(blest.goodput_mbps > 1.3 * minrtt.goodput_mbps);
+    assert!(blest.ooo_delay_ms.mean < 0.2 * minrtt.ooo_delay_ms.mean);
+    // lambda moves both ways, by the kernel's steps, within [1.0, 1.3].
+    let lambda: Vec<f64> = out
+        .traces
+        .unwrap()
+        .scheduler
+        .iter()
+        .filter(|x| x.key == "blest_lambda")
+        .map(|x| x.value)
+        .collect();
+    assert!(lambda.iter().all(|l| (1.0..=1.3).contains(l)));
+    let steps: Vec<f64> = lambda.windows(2).map(|w| w[1] - w[0]).collect();
+    assert!(steps.iter().any(|d| (d - 0.04).abs() < 1e-9), "{lambda:?}");
+    assert!(steps.iter().any(|d| (d + 0.01).abs() < 1e-9), "{lambda:?}");
+}
+
+#[test]
 fn daps_delivers_nearly_in_order() {
     // Constant, very different paths: 50 Mbit/s at 20 ms and 5 Mbit/s at 200 ms. LowRTT
     // sends the next segment on the 200 ms path whenever it has room, and what the fast path

@@ -1,7 +1,8 @@
 //! BLEST (`blest`), the send-window BLocking ESTimation scheduler: Ferlin, Alay, Mehani,
 //! Boreli, "BLEST: Blocking Estimation-based MPTCP Scheduler for Heterogeneous Networks", IFIP
-//! Networking 2016, sec. IV; constants and refinements from the authors' kernel module
-//! `net/mptcp/mptcp_blest.c` (out-of-tree Linux MPTCP v0.95).
+//! Networking 2016 (the send-window blocking estimate and its correction factor lambda);
+//! constants and refinements from the authors' kernel module `net/mptcp/mptcp_blest.c`
+//! (out-of-tree Linux MPTCP v0.95).
 //!
 //! LowRTT picks the fastest subflow with window space. When that is a slower subflow s, BLEST
 //! asks whether the segment, occupying the shared send window until s delivers it, would keep
@@ -16,8 +17,8 @@
 //!     # and largest srtt s has had by how full its window is
 //!     linger <- max(srtt[s], srtt_min[s] + (srtt_max[s] - srtt_min[s]) x (in_flight[s]+1) / cwnd[s])
 //!               (srtt_max[s] when in_flight[s] + 1 >= cwnd[s])
-//!     # what f sends in that time under Reno, n RTTs of (srtt_min[f] + srtt_max[f]) / 2
-//!     n <- floor(linger / rtt[f]) + 1
+//!     # what f sends in that time under Reno: n of its RTTs, rtt_f = (srtt_min[f] + srtt_max[f]) / 2
+//!     n <- floor(linger / rtt_f) + 1
 //!     X <- cwnd[f] x (2^n - 1)                     in f's initial slow start (n <= 16)
 //!          n x cwnd'[f] + n (n - 1) / 2,  cwnd'[f] = max(cwnd[f], ssthresh[f] + 1)  otherwise
 //!     if lambda x X x MSS > send_window - (segment + queued[s] x MSS): wait
@@ -359,10 +360,31 @@ mod tests {
         // 1.2 x 20,470 x 1448 B = 35.6 MB: a window of 30,000 segments (43 MB) leaves room.
         let out = first_burst(30_000);
         assert_eq!(on(&out, 1), (10..20).collect::<Vec<_>>());
-        // 28,000 segments (40.5 MB) leave 40.5 MB - 1 segment < 35.6 MB? No: still room;
-        // 24,000 segments (34.8 MB) do not.
+        // 28,000 segments (40.5 MB) still leave room for all ten; 24,000 (34.8 MB) not for
+        // one.
         assert_eq!(on(&first_burst(28_000), 1).len(), 10);
         assert!(on(&first_burst(24_000), 1).is_empty());
+    }
+
+    #[test]
+    fn lambda_falls_once_per_slow_rtt_without_retransmissions() {
+        // A window of 24,448 segments (35.40 MB): with lambda = 1.2 the estimate (35.57 MB)
+        // does not fit, with 1.19 (35.27 MB) it does. The slow subflow's smallest srtt is
+        // 100 ms: lambda may change 100 ms after the first decision, not before.
+        let mut s = sender_with("blest", &SchedParams::new(), &[10, 100], 24_448, None);
+        s.start(ms(0));
+        assert!(on(&drain(&mut s), 1).is_empty());
+        s.handle_timeout(ms(99));
+        assert!(on(&drain(&mut s), 1).is_empty());
+        s.handle_timeout(ms(100));
+        assert_eq!(on(&drain(&mut s), 1), (10..20).collect::<Vec<_>>());
+        let lambda: Vec<f64> = s
+            .take_sched_samples()
+            .iter()
+            .filter(|x| x.key == "blest_lambda")
+            .map(|x| x.value)
+            .collect();
+        assert_eq!(lambda, vec![1.19]);
     }
 
     #[test]

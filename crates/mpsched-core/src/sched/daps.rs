@@ -1,6 +1,6 @@
 //! DAPS, Delay-Aware Packet Scheduling (`daps`): Kuhn, Lochin, Mifdaoui, Sarwar, Mehani,
 //! Boreli, "DAPS: Intelligent Delay-Aware Packet Scheduling For Multipath Transport", IEEE ICC
-//! 2014, sec. III, Algorithm 1; the kernel port `net/mptcp/mptcp_daps.c` in the mptcp-kau fork
+//! 2014, Algorithm 1; the kernel port `net/mptcp/mptcp_daps.c` in the mptcp-kau fork
 //! for what the paper leaves open (delay granularity, smoothed cwnd).
 //!
 //! The scheduler plans ahead: it hands each subflow the data segments that, sent now, arrive

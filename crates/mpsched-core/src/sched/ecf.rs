@@ -1,6 +1,6 @@
 //! ECF, Earliest Completion First (`ecf`): Lim, Nahum, Towsley, Gibbens, "ECF: An MPTCP Path
-//! Scheduler to Manage Heterogeneous Paths", CoNEXT 2017, sec. 4, Algorithm 1; the authors'
-//! kernel module `net/mptcp/mptcp_ecf.c` (out-of-tree Linux MPTCP v0.95).
+//! Scheduler to Manage Heterogeneous Paths", CoNEXT 2017, Algorithm 1; the authors' kernel
+//! module `net/mptcp/mptcp_ecf.c` (out-of-tree Linux MPTCP v0.95).
 //!
 //! LowRTT picks the fastest subflow with window space. When that is a slower subflow s while
 //! the fastest one f is busy, ECF compares when the data still to be sent would be done:
@@ -25,11 +25,13 @@
 //! `mptcp_next_segment`)
 //! ```
 //!
-//! With n = 1 + k / cwnd_f the first test is Algorithm 1's n x RTT_f < (1 + waiting x beta)
-//! (RTT_s + delta), multiplied by cwnd_f x MSS; the second is k / cwnd_s x RTT_s >= 2 RTT_f +
-//! delta. `beta` = 0.25 is the hysteresis that keeps ECF from flapping between waiting and
-//! sending. The kernel counts at least one window in k (x_f, x_s above: sending anything
-//! takes at least one RTT), which is the default (`x = "window"`); `x = "unsent"` uses k alone.
+//! With n = 1 + x_f / cwnd_f the first test is Algorithm 1's n x RTT_f < (1 + waiting x beta)
+//! x (RTT_s + delta), multiplied by cwnd_f x MSS; the second is x_s / cwnd_s x RTT_s >=
+//! 2 RTT_f + delta. `beta` = 0.25 is the hysteresis that keeps ECF from flapping between
+//! waiting and sending. The inequality is the one of REFERENCE.md, as the authors' module
+//! computes it: x counts at least one congestion window, since whatever is sent takes at
+//! least one round trip (default, `x = "window"`); `x = "unsent"` uses k alone, which sends
+//! the last few segments of a transfer on the slow subflow.
 //!
 //! delta: the paper's max of the two RTT standard deviations; here RFC 6298's RTTVAR of each
 //! subflow. (The kernel's `rttvar_us >> 1` is twice Linux's RTTVAR, which Linux never lets fall

@@ -92,7 +92,8 @@ pub(super) mod harness {
                         backup: false,
                     })
                     .collect(),
-                trace: false,
+                // Keeps the schedulers' recorded values (`take_sched_samples`).
+                trace: true,
             },
             CcKind::Reno.build(),
             sched::build(scheduler, p).unwrap(),
