@@ -70,9 +70,13 @@ fn random_scenario(case: u64) -> Config {
             }
         })
         .collect();
-    let scheds = ["minrtt", "default", "rr"];
+    let scheds: Vec<&str> = mpsched_core::sched::registry().map(|s| s.name).collect();
     let ccs = ["reno", "cubic", "lia", "olia"];
-    let mut c = scenario(paths, scheds[r.below(3) as usize], 3600 * S);
+    let mut c = scenario(
+        paths,
+        scheds[r.below(scheds.len() as u64) as usize],
+        3600 * S,
+    );
     c.seed = case;
     c.congestion = ccs[r.below(4) as usize].into();
     if r.chance(0.2) {
@@ -88,7 +92,7 @@ fn random_scenario(case: u64) -> Config {
 
 #[test]
 fn every_byte_arrives_exactly_once_and_in_order() {
-    for case in 0..500 {
+    for case in 0..1000 {
         let cfg = random_scenario(case);
         let Workload::File { size_bytes } = cfg.workload else {
             unreachable!()
