@@ -75,6 +75,8 @@ pub struct Link<P: HasWireLen = Packet> {
     /// Packets propagating, with their arrival times (non-decreasing: a link never reorders).
     pipe: VecDeque<(Time, P)>,
     stats: LinkStats,
+    /// Serialization times of the last two wire lengths seen, at the current rate.
+    tx_cache: [(u32, Dur); 2],
 }
 
 impl<P: HasWireLen> Link<P> {
@@ -91,6 +93,7 @@ impl<P: HasWireLen> Link<P> {
             head_done: Time::ZERO,
             pipe: VecDeque::new(),
             stats: LinkStats::default(),
+            tx_cache: [(0, Dur::ZERO); 2],
         }
     }
 
@@ -140,11 +143,20 @@ impl<P: HasWireLen> Link<P> {
         }
         self.stats.enqueued += 1;
         if self.queue.is_empty() {
-            self.head_done = now + self.rate.tx_time(pkt.wire_len() as u64);
+            self.head_done = now + self.tx_time(pkt.wire_len());
         }
         self.queued_bytes += pkt.wire_len() as u64;
         self.queue.push_back(pkt);
         Ok(())
+    }
+
+    fn tx_time(&mut self, len: u32) -> Dur {
+        if let Some(&(_, d)) = self.tx_cache.iter().find(|(l, _)| *l == len) {
+            return d;
+        }
+        let d = self.rate.tx_time(len as u64);
+        self.tx_cache = [(len, d), self.tx_cache[0]];
+        d
     }
 
     /// Moves every packet whose serialization has finished by `now` into the delay line.
@@ -156,7 +168,8 @@ impl<P: HasWireLen> Link<P> {
             let last = self.pipe.back().map_or(Time::ZERO, |&(t, _)| t);
             self.pipe.push_back(((done + self.delay).max(last), pkt));
             if let Some(next) = self.queue.front() {
-                self.head_done = done + self.rate.tx_time(next.wire_len() as u64);
+                let len = next.wire_len();
+                self.head_done = done + self.tx_time(len);
             }
         }
     }
@@ -193,6 +206,7 @@ impl<P: HasWireLen> Link<P> {
         assert!(rate.bps > 0, "link rate must be positive");
         self.advance(now);
         self.rate = rate;
+        self.tx_cache = [(0, Dur::ZERO); 2];
     }
 
     /// Changes the propagation delay of packets that leave the serializer from `now` on.
