@@ -48,7 +48,14 @@ def _columns(n: int, spec: dict[str, str]) -> dict[str, tuple[str, bytes]]:
     }
 
 
-def run(config_json: str, trace: bool) -> tuple[str, dict[str, Any] | None]:
+def run(
+    config_json: str,
+    trace: bool = False,
+    sink: Any = None,
+    sample_interval_ns: int = 10_000_000,
+    chunk_rows: int = 65_536,
+    scheduler: object | None = None,
+) -> tuple[str, dict[str, Any] | None]:
     config = json.loads(config_json)
     calls.append(config)
     missing = _KEYS - set(config)
@@ -121,4 +128,8 @@ def run(config_json: str, trace: bool) -> tuple[str, dict[str, Any] | None]:
                 },
             ),
         }
+    if traces is not None and sink is not None:  # streamed: one chunk per table
+        for table, columns in traces.items():
+            sink(table, columns)
+        traces = None
     return json.dumps(summary), traces

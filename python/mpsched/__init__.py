@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-from .api import Result, SchedulerInfo, run, schedulers
+from .api import Result, SchedulerInfo, load_result, run, schedulers
 from .errors import ScenarioError
 from .scenario import Scenario, load, to_native
 
@@ -25,6 +25,7 @@ __all__ = [
     "SchedulerInfo",
     "__version__",
     "load",
+    "load_result",
     "run",
     "schedulers",
     "to_native",

@@ -6,19 +6,31 @@ import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from . import traces as _traces
 from .errors import ScenarioError
 from .scenario import Scenario, Source, load, to_native
 from .scheduler import is_reference
 from .scheduler import load as load_scheduler
+from .traces import table_from_columns
+from .units import UnitError, parse_duration
 
 if TYPE_CHECKING:  # numpy, pyarrow and pandas are imported when traces are used
     import pandas as pd
     import pyarrow as pa
 
-__all__ = ["Result", "SchedulerInfo", "native", "run", "schedulers", "table_from_columns"]
+__all__ = [
+    "Result",
+    "SchedulerInfo",
+    "load_result",
+    "native",
+    "run",
+    "schedulers",
+    "table_from_columns",
+]
 
 # Keyword shortcuts of run(): the key they stand for in the scenario.
 SHORTCUTS: dict[str, str] = {
@@ -28,15 +40,6 @@ SHORTCUTS: dict[str, str] = {
     "sndbuf": "connection.sndbuf",
     "rcvbuf": "connection.rcvbuf",
     "paths": "connection.paths",
-}
-
-_DTYPES: dict[str, str] = {
-    "i64": "<i8",
-    "u64": "<u8",
-    "u32": "<u4",
-    "u16": "<u2",
-    "u8": "u1",
-    "f64": "<f8",
 }
 
 
@@ -64,32 +67,6 @@ def schedulers() -> list[SchedulerInfo]:
     return [SchedulerInfo(*entry) for entry in native().schedulers()]
 
 
-Column = tuple[str, bytes] | tuple[str, list[str]]
-
-
-def table_from_columns(columns: Mapping[str, Column]) -> pa.Table:
-    """Build an Arrow table from native columns.
-
-    Each column is ``(dtype, little-endian bytes)`` with a numeric dtype ("i64", "u64", "u32",
-    "u16", "u8", "f64"), read without copying through ``numpy.frombuffer``, or
-    ``("str", list_of_strings)``.
-    """
-    import numpy as np
-    import pyarrow as pa
-
-    arrays: dict[str, pa.Array] = {}
-    for name, (dtype, data) in columns.items():
-        if dtype == "str":
-            arrays[name] = pa.array(data, type=pa.string())
-            continue
-        try:
-            numpy_dtype = _DTYPES[dtype]
-        except KeyError:
-            raise RuntimeError(f"trace column {name!r}: unknown dtype {dtype!r}") from None
-        arrays[name] = pa.array(np.frombuffer(data, dtype=numpy_dtype))
-    return pa.table(arrays)
-
-
 @dataclass
 class Result:
     """The outcome of :func:`run`.
@@ -97,32 +74,109 @@ class Result:
     ``summary`` is the native summary, with ``wall_s`` the wall time of the whole ``run`` call;
     ``loop_wall_s`` is the wall time of the simulation loop alone, as measured by the simulator.
     ``scenario`` is the normalized scenario that was simulated. ``traces`` maps a table name
-    (``"segments"``, ``"acks"``) to an Arrow table when the run was traced.
+    (``"segments"``, ``"acks"``, ...) to an Arrow table when the run was traced in memory;
+    ``out`` is the run directory when the run was written to disk (traces streamed to
+    ``out/TABLE.parquet``, read back on demand). The tables and their columns are described
+    in ``docs/traces.md`` and :data:`mpsched.traces.TABLES`.
     """
 
     summary: dict[str, Any]
     scenario: dict[str, Any]
     loop_wall_s: float | None = None
     traces: dict[str, pa.Table] | None = field(default=None, repr=False)
+    out: Path | None = None
 
     def table(self, name: str) -> pa.Table:
-        """One trace table; ``ValueError`` if the run was not traced or has no such table."""
-        if self.traces is None:
-            raise ValueError("no traces: run with mpsched.run(..., trace=True)")
-        try:
-            return self.traces[name]
-        except KeyError:
-            raise ValueError(f"no trace table {name!r} (have: {', '.join(self.traces)})") from None
+        """One trace table; ``ValueError`` if the run was not traced or has no such table.
+
+        A documented table the run recorded nothing in (e.g. ``scheduler`` for a scheduler
+        that records no values) is an empty table with the documented columns.
+        """
+        if self.traces is not None:
+            if name in self.traces:
+                return self.traces[name]
+            if name in _traces.TABLES:
+                return _traces.empty_table(name)
+            raise ValueError(f"no trace table {name!r} (have: {', '.join(self.traces)})")
+        if self.out is not None and (self.out / f"{name}.parquet").is_file():
+            import pyarrow.parquet as pq
+
+            return pq.read_table(self.out / f"{name}.parquet")
+        if self.out is not None and name not in _traces.TABLES:
+            raise ValueError(f"no trace table {name!r} in {self.out}")
+        raise ValueError("no traces: run with mpsched.run(..., trace=True)")
 
     @property
     def segments(self) -> pd.DataFrame:
-        """The per-segment trace as a pandas DataFrame."""
+        """Per data segment (data order): times sent, received, delivered; OOO and e2e delay."""
         return self.table("segments").to_pandas()
 
     @property
     def acks(self) -> pd.DataFrame:
-        """The per-ACK trace as a pandas DataFrame."""
+        """Per ACK at the server: Data ACK and its step, cwnd, in flight, free cwnd, srtt."""
         return self.table("acks").to_pandas()
+
+    @property
+    def bursts(self) -> pd.DataFrame:
+        """Per burst: packets a subflow sent back to back."""
+        return self.table("bursts").to_pandas()
+
+    @property
+    def subflows(self) -> pd.DataFrame:
+        """Subflow state sampled every sample interval: cwnd, ssthresh, srtt, in flight,
+        cumulative bytes sent and delivered, bottleneck queue."""
+        return self.table("subflows").to_pandas()
+
+    @property
+    def connection(self) -> pd.DataFrame:
+        """Connection buffers sampled every sample interval: reorder queue, receive buffer,
+        receive window, send buffer, Data ACK, bytes delivered."""
+        return self.table("connection").to_pandas()
+
+    @property
+    def scheduler(self) -> pd.DataFrame:
+        """Values the scheduler recorded over time (``t_ns``, ``key``, ``value``)."""
+        return self.table("scheduler").to_pandas()
+
+    @property
+    def subflow_totals(self) -> pd.DataFrame:
+        """The summary's per-subflow totals, one row per subflow (index: subflow name)."""
+        import pandas as pd
+
+        frame = pd.DataFrame(self.summary.get("subflows") or [])
+        return frame.set_index("name") if "name" in frame.columns else frame
+
+
+def load_result(path: str | Path) -> Result:
+    """A run directory written by ``mpsched run --out DIR`` as a :class:`Result`."""
+    run_dir = _traces.load_run(path)
+    loop = run_dir.summary.get("loop_wall_s")
+    return Result(
+        summary=run_dir.summary,
+        scenario=run_dir.scenario,
+        loop_wall_s=float(loop) if isinstance(loop, int | float) else None,
+        out=run_dir.path,
+    )
+
+
+def sample_interval_ns(value: str | int | None) -> int:
+    if value is None:
+        return DEFAULT_SAMPLE_INTERVAL_NS
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value <= 0:
+            raise ScenarioError(f"sample_interval: must be > 0, got {value!r}")
+        return value
+    try:
+        ns = parse_duration(value)
+    except UnitError as exc:
+        raise ScenarioError(f"sample_interval: {exc}") from None
+    if ns <= 0:
+        raise ScenarioError(f"sample_interval: must be > 0, got {value!r}")
+    return ns
+
+
+DEFAULT_SAMPLE_INTERVAL_NS = 10_000_000
+DEFAULT_CHUNK_ROWS = 65_536
 
 
 def _expand(overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -132,8 +186,12 @@ def _expand(overrides: Mapping[str, Any]) -> dict[str, Any]:
 def run(
     scenario: Source | Scenario = None,
     *,
-    trace: bool = False,
+    trace: bool | None = None,
     scheduler: str | object | None = None,
+    out: str | Path | None = None,
+    sample_interval: str | int | None = None,
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    benefit: bool = False,
     **overrides: Any,
 ) -> Result:
     """Simulate a scenario.
@@ -146,6 +204,16 @@ def run(
 
     ``scheduler`` is a registered name, ``"module:Class"`` (a scheduler written in Python), or
     a Python scheduler object (see :mod:`mpsched.scheduler`).
+
+    Traces: with ``trace=True`` every trace table comes back in memory (``Result.traces``,
+    ``Result.segments``, ...). With ``out=DIR`` the run is written to ``DIR``
+    (``summary.json``, ``scenario.json``) and the traces, unless ``trace=False``, are streamed
+    to ``DIR/TABLE.parquet`` in row groups of ``chunk_rows`` rows, so memory does not grow
+    with the run's length. ``sample_interval`` (a duration such as ``"10ms"``, or ns) is the
+    period of the sampled ``subflows`` and ``connection`` tables.
+
+    ``benefit=True`` also runs plain TCP on each path alone and adds ``aggregation_benefit``
+    and ``baselines`` to the summary (see :mod:`mpsched.benefit`).
     """
     start = time.perf_counter()
     py_scheduler: object | None = None
@@ -165,20 +233,51 @@ def run(
     config = to_native(model)
     if py_scheduler is None and is_reference(config["scheduler"]):
         py_scheduler = load_scheduler(config["scheduler"])
+    interval_ns = sample_interval_ns(sample_interval)
+    if chunk_rows < 1:
+        raise ScenarioError(f"chunk_rows: must be >= 1, got {chunk_rows!r}")
+    out_dir = None if out is None else Path(out)
+    traced = (out_dir is not None) if trace is None else bool(trace)
+    sink: _traces.ParquetSink | None = None
+    if out_dir is not None:
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ScenarioError(f"out {out_dir}: cannot write: {exc.strerror or exc}") from None
+        if traced:
+            sink = _traces.ParquetSink(out_dir)
+    extra: dict[str, Any] = {} if py_scheduler is None else {"scheduler": py_scheduler}
+    if traced:
+        extra["sample_interval_ns"] = interval_ns
+        if sink is not None:
+            extra["sink"] = sink
+            extra["chunk_rows"] = chunk_rows
     try:
-        extra = {} if py_scheduler is None else {"scheduler": py_scheduler}
-        summary_json, columns = native().run(json.dumps(config), trace, **extra)
+        summary_json, columns = native().run(json.dumps(config), traced, **extra)
     except ValueError as exc:
         raise ScenarioError(" ".join(str(exc).split())) from None
+    except OSError as exc:  # from the sink: the output directory
+        raise ScenarioError(f"out {out_dir}: cannot write: {exc.strerror or exc}") from None
+    finally:
+        if sink is not None:
+            sink.close()
     summary: dict[str, Any] = json.loads(summary_json)
     loop_wall_s = summary.get("wall_s")
     traces = None
     if columns is not None:
         traces = {name: table_from_columns(cols) for name, cols in columns.items()}
+    if benefit:
+        from .benefit import with_benefit
+
+        with_benefit(summary, config, lambda text: native().run(text, False))
     summary["wall_s"] = time.perf_counter() - start
+    if out_dir is not None:
+        _traces.write_json(out_dir / "summary.json", summary)
+        _traces.write_json(out_dir / "scenario.json", config)
     return Result(
         summary=summary,
         scenario=config,
         loop_wall_s=float(loop_wall_s) if isinstance(loop_wall_s, int | float) else None,
         traces=traces,
+        out=out_dir,
     )

@@ -20,6 +20,8 @@ from rich.table import Table
 from . import __version__, api
 from .errors import ScenarioError
 from .scenario import load, parse_set
+from .traces import TABLES
+from .units import UnitError, parse_duration
 
 __all__ = ["cli", "main"]
 
@@ -85,6 +87,14 @@ def _subflow_table(subflows: list[dict[str, Any]]) -> Table:
     return table
 
 
+def _benefit_text(s: dict[str, Any]) -> str:
+    base = [b for b in s.get("baselines") or [] if isinstance(b, dict)]
+    paths = ", ".join(
+        f"{b.get('name', '?')} {_num(b.get('goodput_mbps'), ',.2f', ' Mbps')}" for b in base
+    )
+    return f"benefit {_num(s.get('aggregation_benefit'), '+.3f')} (TCP alone: {paths or '-'})"
+
+
 def print_summary(result: api.Result, console: Console) -> None:
     """Print a run's summary as readable text."""
     s = result.summary
@@ -118,6 +128,8 @@ def print_summary(result: api.Result, console: Console) -> None:
         f"{_int(s.get('opportunistic_retransmits'))}, penalizations "
         f"{_int(s.get('penalizations'))}",
     )
+    if "aggregation_benefit" in s:
+        head.add_row("aggregation", _benefit_text(s))
     events_per_s = _rate(s.get("events"), result.loop_wall_s)
     head.add_row(
         "events",
@@ -129,21 +141,6 @@ def print_summary(result: api.Result, console: Console) -> None:
     if isinstance(subflows, list) and subflows:
         console.print()
         console.print(_subflow_table([sub for sub in subflows if isinstance(sub, dict)]))
-
-
-def write_outputs(result: api.Result, out: Path) -> list[Path]:
-    """Write summary.json, scenario.json and one Parquet file per trace table into ``out``."""
-    import pyarrow.parquet as pq
-
-    out.mkdir(parents=True, exist_ok=True)
-    written = [out / "summary.json", out / "scenario.json"]
-    written[0].write_text(json.dumps(result.summary, indent=2) + "\n", "utf-8")
-    written[1].write_text(json.dumps(result.scenario, indent=2) + "\n", "utf-8")
-    for name, table in (result.traces or {}).items():
-        path = out / f"{name}.parquet"
-        pq.write_table(table, path)
-        written.append(path)
-    return written
 
 
 # --- commands ---
@@ -171,7 +168,20 @@ def cli() -> None:
     "--out",
     type=click.Path(path_type=Path),
     metavar="DIR",
-    help="Write summary.json, scenario.json and Parquet traces into DIR.",
+    help="Write summary.json, scenario.json and the Parquet traces (streamed) into DIR.",
+)
+@click.option(
+    "--sample-interval",
+    default="10ms",
+    show_default=True,
+    metavar="DURATION",
+    help="Period of the sampled subflow and connection traces.",
+)
+@click.option("--no-traces", is_flag=True, help="With --out, write only the JSON files.")
+@click.option(
+    "--benefit",
+    is_flag=True,
+    help="Also run plain TCP on each path alone and report the aggregation benefit.",
 )
 def run_command(
     file: str | None,
@@ -180,6 +190,9 @@ def run_command(
     sets: tuple[str, ...],
     as_json: bool,
     out: Path | None,
+    sample_interval: str,
+    no_traces: bool,
+    benefit: bool,
 ) -> None:
     """Simulate the scenario FILE (default: the STMS lab set-up) and print a summary."""
     overrides = parse_set(sets)
@@ -187,14 +200,31 @@ def run_command(
         overrides["connection.scheduler"] = scheduler
     if seed is not None:
         overrides["seed"] = seed
-    result = api.run(load(file, overrides, label="--set"), trace=out is not None)
+    model = load(file, overrides, label="--set")
+    try:
+        interval = parse_duration(sample_interval)
+    except UnitError as exc:
+        raise ScenarioError(f"--sample-interval: {exc}") from None
+    if interval <= 0:
+        raise ScenarioError(f"--sample-interval: must be > 0, got {sample_interval!r}")
     if out is not None:
         try:
-            written = write_outputs(result, out)
+            out.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise ScenarioError(f"--out {out}: cannot write: {exc.strerror or exc}") from None
-        for path in written:
-            click.echo(f"wrote {path}", err=True)
+    result = api.run(
+        model,
+        out=out,
+        trace=out is not None and not no_traces,
+        sample_interval=interval,
+        benefit=benefit,
+    )
+    if out is not None:
+        names = ["summary.json", "scenario.json"]
+        if not no_traces:
+            names += [f"{table}.parquet" for table in TABLES]
+        for name in names:
+            click.echo(f"wrote {out / name}", err=True)
     if as_json:
         click.echo(json.dumps(result.summary, indent=2))
     else:

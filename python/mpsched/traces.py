@@ -1,0 +1,422 @@
+"""Trace tables: their schema, streaming them to Parquet, reading a run back, derived series.
+
+The simulator emits six tables (see ``docs/traces.md``). Units are in the column names: ``_ns``
+nanoseconds of simulated time, ``_bytes`` bytes, ``_segments`` segments (packets of up to one
+MSS, 1448 payload bytes). Subflows are numbered in the order of the scenario's selected paths;
+``summary.json`` (``subflows[i].name``) gives their names.
+
+A run directory written by ``mpsched run --out DIR`` (or ``mpsched.run(..., out=DIR)``) holds
+``summary.json``, ``scenario.json`` and ``TABLE.parquet`` for every table. :func:`load_run`
+reads it back.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:  # imported when used, so that `import mpsched` stays fast
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+__all__ = [
+    "MSS_BYTES",
+    "SSTHRESH_INFINITE",
+    "TABLES",
+    "Column",
+    "ParquetSink",
+    "Run",
+    "cdf",
+    "empty_table",
+    "load_run",
+    "rates",
+    "subflow_names",
+    "table_from_columns",
+]
+
+MSS_BYTES = 1448
+"""Payload bytes of a full segment (1500-byte packets with TCP timestamps)."""
+
+SSTHRESH_INFINITE = 2_147_483_647
+"""``ssthresh_segments`` before the first loss (slow start has no threshold yet)."""
+
+
+class Column(NamedTuple):
+    """One documented trace column."""
+
+    name: str
+    dtype: str  # "u64", "u32", "u16", "u8", "f64" or "str" (as the native module sends them)
+    unit: str
+    doc: str
+
+
+TABLES: dict[str, tuple[str, tuple[Column, ...]]] = {
+    "segments": (
+        "One row per data segment that reached the application, in data order.",
+        (
+            Column("dseq", "u64", "segment", "data sequence number, counted in segments from 0"),
+            Column("len_bytes", "u32", "byte", "payload length"),
+            Column("subflow", "u8", "index", "subflow whose copy was delivered"),
+            Column("transmissions", "u16", "count", "times sent, on any subflow (1 = never again)"),
+            Column("t_first_sent_ns", "u64", "ns", "first transmission by the server"),
+            Column(
+                "t_first_received_ns",
+                "u64",
+                "ns",
+                "the delivered copy reaches the client (before any reordering wait)",
+            ),
+            Column("t_delivered_ns", "u64", "ns", "delivered in order to the application"),
+            Column(
+                "ooo_delay_ns",
+                "u64",
+                "ns",
+                "out-of-order delay: t_delivered_ns - t_first_received_ns",
+            ),
+            Column(
+                "e2e_delay_ns", "u64", "ns", "end-to-end delay: t_delivered_ns - t_first_sent_ns"
+            ),
+        ),
+    ),
+    "acks": (
+        "One row per ACK the server processes (on any subflow).",
+        (
+            Column("t_ns", "u64", "ns", "time the server processes the ACK"),
+            Column("subflow", "u8", "index", "subflow the ACK arrived on"),
+            Column("data_ack_bytes", "u64", "byte", "connection-level cumulative Data ACK"),
+            Column(
+                "data_ack_step_bytes", "u64", "byte", "how far this ACK moved the Data ACK (0: not)"
+            ),
+            Column("cwnd_segments", "u32", "segment", "congestion window after the ACK"),
+            Column(
+                "ssthresh_segments",
+                "u32",
+                "segment",
+                "slow-start threshold after the ACK (2147483647: infinite)",
+            ),
+            Column("in_flight_segments", "u32", "segment", "segments in flight after the ACK"),
+            Column(
+                "free_cwnd_segments",
+                "u32",
+                "segment",
+                "free window at the ACK: max(cwnd - in flight, 0) (STMS Fig. 6)",
+            ),
+            Column("srtt_ns", "u64", "ns", "smoothed RTT after the ACK"),
+        ),
+    ),
+    "bursts": (
+        "One row per burst: packets a subflow sent back to back in one round of sending.",
+        (
+            Column("t_ns", "u64", "ns", "time of the burst"),
+            Column("subflow", "u8", "index", "subflow that sent it"),
+            Column("packets", "u32", "packet", "data packets in the burst"),
+        ),
+    ),
+    "subflows": (
+        "Every subflow's state, sampled every sample interval (one row per subflow per sample).",
+        (
+            Column("t_ns", "u64", "ns", "sample time (a multiple of the sample interval)"),
+            Column("subflow", "u8", "index", "subflow"),
+            Column("cwnd_segments", "u32", "segment", "congestion window"),
+            Column(
+                "ssthresh_segments",
+                "u32",
+                "segment",
+                "slow-start threshold (2147483647: infinite)",
+            ),
+            Column("srtt_ns", "u64", "ns", "smoothed RTT (0 before the first sample)"),
+            Column("in_flight_segments", "u32", "segment", "segments in flight"),
+            Column(
+                "bytes_sent", "u64", "byte", "cumulative payload sent, retransmissions included"
+            ),
+            Column(
+                "bytes_delivered",
+                "u64",
+                "byte",
+                "cumulative application bytes whose first copy came on this subflow",
+            ),
+            Column(
+                "queue_bytes",
+                "u64",
+                "byte",
+                "backlog of the path's data-direction bottleneck queue (packet in service "
+                "included, wire bytes)",
+            ),
+        ),
+    ),
+    "connection": (
+        "The connection's buffers, sampled every sample interval.",
+        (
+            Column("t_ns", "u64", "ns", "sample time"),
+            Column(
+                "reorder_bytes",
+                "u64",
+                "byte",
+                "connection-level out-of-order queue at the client (OTIAS Fig. 5)",
+            ),
+            Column(
+                "rcvbuf_used_bytes",
+                "u64",
+                "byte",
+                "receive buffer held by the client (STMS sec. 3.2)",
+            ),
+            Column("rwnd_bytes", "u64", "byte", "receive window the client advertises"),
+            Column(
+                "sndbuf_used_bytes", "u64", "byte", "send buffer held by the server (unacked data)"
+            ),
+            Column("data_ack_bytes", "u64", "byte", "cumulative Data ACK at the server"),
+            Column("bytes_delivered", "u64", "byte", "cumulative bytes delivered to the app"),
+        ),
+    ),
+    "scheduler": (
+        "Values a scheduler records over time (e.g. the STMS gap); empty for most schedulers.",
+        (
+            Column("t_ns", "u64", "ns", "time of the record"),
+            Column("key", "str", "-", "name of the value (scheduler-specific, e.g. gap)"),
+            Column("value", "f64", "key-specific", "the value"),
+        ),
+    ),
+}
+"""Every trace table: ``name -> (description, columns)``, as documented in docs/traces.md."""
+
+_NUMPY_DTYPES: dict[str, str] = {
+    "i64": "<i8",
+    "u64": "<u8",
+    "u32": "<u4",
+    "u16": "<u2",
+    "u8": "u1",
+    "f64": "<f8",
+}
+
+
+def _arrow_type(dtype: str) -> pa.DataType:
+    import pyarrow as pa
+
+    return {
+        "i64": pa.int64(),
+        "u64": pa.uint64(),
+        "u32": pa.uint32(),
+        "u16": pa.uint16(),
+        "u8": pa.uint8(),
+        "f64": pa.float64(),
+        "str": pa.string(),
+    }[dtype]
+
+
+def empty_table(name: str) -> pa.Table:
+    """An empty table with the documented schema of trace table ``name``."""
+    import pyarrow as pa
+
+    _, columns = TABLES[name]
+    return pa.schema([(c.name, _arrow_type(c.dtype)) for c in columns]).empty_table()
+
+
+ColumnData = tuple[str, bytes] | tuple[str, list[str]]
+
+
+def table_from_columns(columns: Mapping[str, ColumnData]) -> pa.Table:
+    """Build an Arrow table from native columns.
+
+    Each column is ``(dtype, little-endian bytes)`` with a numeric dtype ("i64", "u64", "u32",
+    "u16", "u8", "f64"), read without copying through ``numpy.frombuffer``, or
+    ``("str", list_of_strings)``.
+    """
+    import numpy as np
+    import pyarrow as pa
+
+    arrays: dict[str, pa.Array] = {}
+    for name, (dtype, data) in columns.items():
+        if dtype == "str":
+            arrays[name] = pa.array(data, type=pa.string())
+            continue
+        try:
+            numpy_dtype = _NUMPY_DTYPES[dtype]
+        except KeyError:
+            raise RuntimeError(f"trace column {name!r}: unknown dtype {dtype!r}") from None
+        arrays[name] = pa.array(np.frombuffer(data, dtype=numpy_dtype))  # type: ignore[arg-type]
+    return pa.table(arrays)
+
+
+class ParquetSink:
+    """Receives the native module's trace chunks and appends each as a row group to
+    ``DIR/TABLE.parquet``, so that memory stays flat however long the run.
+
+    ``close()`` finishes every file and writes an empty file (documented schema) for each table
+    that had no rows, so that a run directory always holds all tables.
+    """
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.writers: dict[str, pq.ParquetWriter] = {}
+        self.rows: dict[str, int] = {}
+        self.chunks: dict[str, int] = {}
+
+    def __call__(self, table: str, columns: Mapping[str, ColumnData]) -> None:
+        import pyarrow.parquet as pq
+
+        data = table_from_columns(columns)
+        writer = self.writers.get(table)
+        if writer is None:
+            writer = pq.ParquetWriter(self.out / f"{table}.parquet", data.schema)
+            self.writers[table] = writer
+        writer.write_table(data, row_group_size=max(data.num_rows, 1))
+        self.rows[table] = self.rows.get(table, 0) + data.num_rows
+        self.chunks[table] = self.chunks.get(table, 0) + 1
+
+    def close(self) -> list[Path]:
+        """Close every file; returns the paths of all table files."""
+        import pyarrow.parquet as pq
+
+        for writer in self.writers.values():
+            writer.close()
+        for name in TABLES:
+            if name not in self.writers:
+                pq.write_table(empty_table(name), self.out / f"{name}.parquet")
+        names = list(TABLES) + [n for n in self.writers if n not in TABLES]
+        return [self.out / f"{name}.parquet" for name in names]
+
+
+def write_json(path: Path, data: Any) -> None:
+    path.write_text(json.dumps(data, indent=2) + "\n", "utf-8")
+
+
+# --- reading a run back ---
+
+
+@dataclass
+class Run:
+    """A run directory read back: summary, scenario and lazily read trace tables."""
+
+    path: Path
+    summary: dict[str, Any]
+    scenario: dict[str, Any]
+    _cache: dict[tuple[str, tuple[str, ...] | None], pd.DataFrame] = field(
+        default_factory=dict, repr=False
+    )
+
+    def has(self, table: str) -> bool:
+        """Whether the run has a Parquet file for ``table``."""
+        return (self.path / f"{table}.parquet").is_file()
+
+    def frame(self, table: str, columns: list[str] | None = None) -> pd.DataFrame:
+        """Trace table ``table`` as a DataFrame (only ``columns`` if given); an empty frame
+        with the documented columns if the run has no such file."""
+        import pandas as pd
+        import pyarrow.parquet as pq
+
+        key = (table, tuple(columns) if columns else None)
+        if key not in self._cache:
+            file = self.path / f"{table}.parquet"
+            if file.is_file():
+                frame = pq.read_table(file, columns=columns).to_pandas()
+            elif table in TABLES:
+                frame = empty_table(table).to_pandas()
+                if columns:
+                    frame = frame[columns]
+            else:
+                frame = pd.DataFrame(columns=columns or [])
+            self._cache[key] = frame
+        return self._cache[key]
+
+    @property
+    def subflow_names(self) -> list[str]:
+        return subflow_names(self.summary, self.scenario)
+
+    @property
+    def label(self) -> str:
+        """``scheduler`` (``tcp`` for plain TCP) and the directory name."""
+        return f"{run_scheduler(self.summary)} ({self.path.name})"
+
+
+def run_scheduler(summary: Mapping[str, Any]) -> str:
+    if summary.get("protocol") == "tcp":
+        return "tcp"
+    return str(summary.get("scheduler", "?"))
+
+
+def subflow_names(
+    summary: Mapping[str, Any], scenario: Mapping[str, Any] | None = None
+) -> list[str]:
+    """Names of the subflows by index, from the summary (else the scenario's paths)."""
+    subflows = summary.get("subflows")
+    if isinstance(subflows, list) and subflows:
+        return [str(s.get("name", f"subflow {i}")) for i, s in enumerate(subflows)]
+    paths = (scenario or {}).get("paths") or []
+    return [str(p.get("name", f"subflow {i}")) for i, p in enumerate(paths)]
+
+
+def load_run(path: str | Path) -> Run:
+    """Read a run directory written by ``mpsched run --out DIR``."""
+    path = Path(path)
+    try:
+        summary = json.loads((path / "summary.json").read_text("utf-8"))
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: not a run directory (no summary.json)") from None
+    scenario_file = path / "scenario.json"
+    scenario = json.loads(scenario_file.read_text("utf-8")) if scenario_file.is_file() else {}
+    return Run(path=path, summary=summary, scenario=scenario)
+
+
+# --- derived series ---
+
+
+def rates(subflows: pd.DataFrame, window_ns: int) -> pd.DataFrame:
+    """Sending rate and goodput per subflow over time from the sampled ``subflows`` table.
+
+    Each rate is the growth of a cumulative byte counter over ``window_ns`` (rounded down to a
+    whole number of sample intervals, at least one), in Mbit/s, at the end of each window.
+    Columns: ``t_s``, ``subflow``, ``send_mbps``, ``goodput_mbps``.
+    """
+    import numpy as np
+    import pandas as pd
+
+    rows = []
+    for sf, unsorted in subflows.groupby("subflow", sort=True):
+        group = unsorted.sort_values("t_ns")
+        t = group["t_ns"].to_numpy(dtype=np.int64)
+        if len(t) < 2:
+            continue
+        interval = int(np.min(np.diff(t))) or 1
+        step = max(int(window_ns // interval), 1)
+        idx = np.arange(0, len(t), step)
+        if len(idx) < 2:
+            idx = np.array([0, len(t) - 1])
+        dt = np.diff(t[idx]) / 1e9
+        sent = np.diff(group["bytes_sent"].to_numpy(dtype=np.float64)[idx])
+        got = np.diff(group["bytes_delivered"].to_numpy(dtype=np.float64)[idx])
+        rows.append(
+            pd.DataFrame(
+                {
+                    "t_s": t[idx][1:] / 1e9,
+                    "subflow": sf,
+                    "send_mbps": sent * 8 / dt / 1e6,
+                    "goodput_mbps": got * 8 / dt / 1e6,
+                }
+            )
+        )
+    if not rows:
+        return pd.DataFrame(columns=["t_s", "subflow", "send_mbps", "goodput_mbps"])
+    return pd.concat(rows, ignore_index=True)
+
+
+def cdf(values: Any, points: int = 2000) -> tuple[np.ndarray, np.ndarray]:
+    """The empirical CDF of ``values``: ``(x, P[X <= x])``, at most ``points`` points.
+
+    Exact at the points returned (the sorted values at evenly spaced ranks, first and last
+    included).
+    """
+    import numpy as np
+
+    x = np.sort(np.asarray(values, dtype=np.float64))
+    n = len(x)
+    if n == 0:
+        return x, x
+    ranks = np.unique(np.linspace(0, n - 1, min(n, points)).round().astype(np.int64))
+    xs = x[ranks]
+    # P[X <= x] counts ties: the last index holding each value.
+    ps = np.searchsorted(x, xs, side="right") / n
+    return xs, ps
