@@ -1,0 +1,191 @@
+//! The emulator's input: a normalized scenario (the same JSON the simulator runs) and, per
+//! path, the namespaces and names of its two TUN devices.
+
+use mpsched_core::link::LinkConfig;
+use mpsched_core::{Dur, Rate};
+use mpsched_sim::config::PathConfig;
+use mpsched_sim::Config;
+use serde::Deserialize;
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmuConfig {
+    /// The normalized scenario (`mpsched.scenario.to_native`); only its paths and seed are used.
+    pub scenario: serde_json::Value,
+    /// One entry per path of the scenario, in order.
+    pub devices: Vec<PathDevices>,
+    /// Spin (busy-wait) for this long before a due release instead of sleeping through it.
+    #[serde(default = "default_spin_us")]
+    pub spin_us: u64,
+    #[serde(default)]
+    pub threads: Threads,
+    /// SCHED_FIFO priority of the link threads (1-99); 0 keeps the normal scheduler.
+    #[serde(default)]
+    pub rt_priority: u32,
+}
+
+fn default_spin_us() -> u64 {
+    50
+}
+
+/// Where the two TUN devices of a path live. An empty namespace name means the emulator's own.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathDevices {
+    pub client_ns: String,
+    pub client_dev: String,
+    pub server_ns: String,
+    pub server_dev: String,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Threads {
+    /// One thread for the down links, one for the up links.
+    #[default]
+    PerDirection,
+    /// One thread for every link.
+    Single,
+}
+
+/// A change of one link at `at` after the epoch.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LinkChange {
+    pub at: Dur,
+    pub rate: Option<Rate>,
+    pub delay: Option<Dur>,
+}
+
+/// One direction of one path, ready to build.
+#[derive(Clone, Debug)]
+pub struct LinkPlan {
+    pub path: usize,
+    pub name: String,
+    /// true for the down (data, server to client) link.
+    pub down: bool,
+    pub link: LinkConfig,
+    /// The RNG stream of this link: the simulator's (2p+1 down, 2p+2 up).
+    pub stream: u64,
+    pub changes: Vec<LinkChange>,
+}
+
+impl EmuConfig {
+    pub fn from_json(s: &str) -> Result<EmuConfig, String> {
+        let cfg: EmuConfig =
+            serde_json::from_str(s).map_err(|e| format!("emulator config: {e}"))?;
+        let scenario = cfg.scenario()?;
+        if cfg.devices.len() != scenario.paths.len() {
+            return Err(format!(
+                "devices: {} entries for {} paths",
+                cfg.devices.len(),
+                scenario.paths.len()
+            ));
+        }
+        for (i, d) in cfg.devices.iter().enumerate() {
+            for (field, name) in [("client_dev", &d.client_dev), ("server_dev", &d.server_dev)] {
+                if name.is_empty() || name.len() > 15 || name.contains('/') {
+                    return Err(format!(
+                        "devices[{i}].{field}: invalid device name {name:?}"
+                    ));
+                }
+            }
+        }
+        if cfg.rt_priority > 99 {
+            return Err("rt_priority: must be in 0..=99".into());
+        }
+        Ok(cfg)
+    }
+
+    /// The scenario, validated as the simulator validates it (the scheduler's name aside: the
+    /// kernel's schedulers are not the simulator's).
+    pub fn scenario(&self) -> Result<Config, String> {
+        Config::from_json_external_scheduler(&self.scenario.to_string())
+    }
+
+    /// Every link of the scenario: per path the down link, then the up link.
+    pub fn links(&self) -> Result<Vec<LinkPlan>, String> {
+        let sc = self.scenario()?;
+        let mut out = vec![];
+        for (p, pc) in sc.paths.iter().enumerate() {
+            out.push(plan(p, pc, true));
+            out.push(plan(p, pc, false));
+        }
+        Ok(out)
+    }
+}
+
+fn plan(p: usize, pc: &PathConfig, down: bool) -> LinkPlan {
+    let spec = if down { &pc.down } else { &pc.up };
+    let mut changes: Vec<LinkChange> = pc
+        .schedule
+        .iter()
+        .map(|c| LinkChange {
+            at: Dur(c.at_ns),
+            // As in the simulator, a rate change applies to both directions.
+            rate: c.rate_bps.map(Rate::bps),
+            delay: if down { c.delay_down_ns } else { c.delay_up_ns }.map(Dur),
+        })
+        .filter(|c| c.rate.is_some() || c.delay.is_some())
+        .collect();
+    changes.sort_by_key(|c| c.at);
+    LinkPlan {
+        path: p,
+        name: pc.name.clone(),
+        down,
+        link: spec.to_link(),
+        stream: 2 * p as u64 + if down { 1 } else { 2 },
+        changes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(paths: &str, devices: &str) -> String {
+        format!(
+            r#"{{"scenario": {{"duration_ns": 1000000000, "seed": 3, "protocol": "mptcp",
+                "scheduler": "default", "congestion": "cubic", "sndbuf_bytes": 1000,
+                "rcvbuf_bytes": 1000, "workload": {{"kind": "bulk"}}, "paths": [{paths}]}},
+               "devices": [{devices}]}}"#
+        )
+    }
+
+    const PATH: &str = r#"{"name": "a", "down": {"rate_bps": 30000000, "delay_ns": 20000000,
+        "loss": 0.01, "queue": {"time_ns": 50000000}}, "up": {"rate_bps": 10000000,
+        "delay_ns": 10000000, "loss": 0.0, "queue": {"packets": 100}},
+        "schedule": [{"at_ns": 2000, "delay_up_ns": 5}, {"at_ns": 1000, "rate_bps": 5}]}"#;
+    const DEV: &str =
+        r#"{"client_ns": "c", "client_dev": "c0", "server_ns": "s", "server_dev": "s0"}"#;
+
+    #[test]
+    fn links_follow_the_simulator() {
+        let cfg = EmuConfig::from_json(&config(PATH, DEV)).unwrap();
+        assert_eq!(cfg.spin_us, 50);
+        assert_eq!(cfg.threads, Threads::PerDirection);
+        let links = cfg.links().unwrap();
+        assert_eq!(links.len(), 2);
+        let (down, up) = (&links[0], &links[1]);
+        assert!(down.down && !up.down);
+        assert_eq!((down.stream, up.stream), (1, 2));
+        assert_eq!(down.link.rate, Rate::mbps(30));
+        assert_eq!(up.link.delay, Dur::from_millis(10));
+        // Sorted by time; the rate applies to both directions, each delay to its own.
+        assert_eq!(down.changes.len(), 1);
+        assert_eq!(down.changes[0].rate, Some(Rate::bps(5)));
+        assert_eq!(up.changes.len(), 2);
+        assert_eq!(up.changes[0].at, Dur(1000));
+        assert_eq!(up.changes[1].delay, Some(Dur(5)));
+    }
+
+    #[test]
+    fn refuses_bad_input() {
+        assert!(EmuConfig::from_json(&config(PATH, "")).is_err());
+        let long = DEV.replace("\"c0\"", "\"a-very-long-device-name\"");
+        assert!(EmuConfig::from_json(&config(PATH, &long))
+            .unwrap_err()
+            .contains("client_dev"));
+        let bad = PATH.replace("30000000", "0");
+        assert!(EmuConfig::from_json(&config(&bad, DEV)).is_err());
+    }
+}

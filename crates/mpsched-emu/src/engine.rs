@@ -1,0 +1,253 @@
+//! The real-time loop: links fed from TUN descriptors, released into TUN descriptors at their
+//! due time.
+
+use crate::config::{LinkChange, LinkPlan};
+use crate::hist::{Hist, Lateness};
+use crate::packet::IpPacket;
+use crate::sys;
+use mpsched_core::link::{Link, LinkStats};
+use mpsched_core::rng::Rng;
+use mpsched_core::Time;
+use serde::Serialize;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// State the link threads share with the controlling thread.
+pub struct Shared {
+    pub stop: AtomicBool,
+    /// CLOCK_MONOTONIC ns of time zero of the scenario (schedules count from it); 0 while unset.
+    pub epoch: AtomicU64,
+    /// CLOCK_MONOTONIC ns of the links' time zero.
+    pub origin: u64,
+}
+
+impl Shared {
+    pub fn new() -> Shared {
+        Shared {
+            stop: AtomicBool::new(false),
+            epoch: AtomicU64::new(0),
+            origin: sys::now_ns(),
+        }
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed) || sys::STOP.load(Ordering::Relaxed)
+    }
+}
+
+impl Default for Shared {
+    fn default() -> Self {
+        Shared::new()
+    }
+}
+
+/// One link with the descriptor it reads from and the one it writes to.
+pub struct Port {
+    pub plan: LinkPlan,
+    link: Link<IpPacket>,
+    input: RawFd,
+    output: RawFd,
+    next_change: usize,
+    lateness: Hist,
+    read_errors: u64,
+    write_errors: u64,
+    /// Packets read in one round, at most (bounds the time one busy input can hold a thread).
+    burst: usize,
+}
+
+impl Port {
+    pub fn new(plan: LinkPlan, seed: u64, input: RawFd, output: RawFd) -> Port {
+        let link = Link::new(&plan.link, Rng::new(seed, plan.stream));
+        Port {
+            plan,
+            link,
+            input,
+            output,
+            next_change: 0,
+            lateness: Hist::default(),
+            read_errors: 0,
+            write_errors: 0,
+            burst: 64,
+        }
+    }
+}
+
+/// What a link did, reported when the emulator stops.
+#[derive(Clone, Debug, Serialize)]
+pub struct PortReport {
+    pub path: usize,
+    pub name: String,
+    /// "down" (data, server to client) or "up" (ACKs).
+    pub direction: &'static str,
+    pub enqueued: u64,
+    pub queue_drops: u64,
+    pub random_drops: u64,
+    pub delivered: u64,
+    pub bytes_delivered: u64,
+    /// Packets still in the link when it stopped.
+    pub backlog_bytes: u64,
+    pub read_errors: u64,
+    pub write_errors: u64,
+    pub changes_applied: usize,
+    pub lateness: Lateness,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct WorkerReport {
+    pub links: Vec<PortReport>,
+    pub user_s: f64,
+    pub sys_s: f64,
+    /// Sleeps (epoll waits) and rounds that spun instead.
+    pub sleeps: u64,
+    pub spins: u64,
+    pub lateness: Lateness,
+    #[serde(skip)]
+    pub hist: Hist,
+}
+
+/// The link time of CLOCK_MONOTONIC instant `abs`.
+fn link_time(shared: &Shared, abs: u64) -> Time {
+    Time(abs.saturating_sub(shared.origin))
+}
+
+/// Runs `ports` until `shared.stop` (or a stop signal); `spin_ns` before a due release the
+/// thread busy-waits instead of sleeping.
+pub fn run(mut ports: Vec<Port>, shared: &Shared, spin_ns: u64) -> std::io::Result<WorkerReport> {
+    let inputs: Vec<RawFd> = ports.iter().map(|p| p.input).collect();
+    let waiter = sys::Waiter::new(&inputs)?;
+    let mut buf = vec![0u8; 65536];
+    let mut pool: Vec<Vec<u8>> = Vec::new();
+    let (mut sleeps, mut spins) = (0u64, 0u64);
+    const MAX_SLEEP_NS: u64 = 10_000_000;
+    while !shared.stopped() {
+        let epoch = shared.epoch.load(Ordering::Relaxed);
+        let mut next_abs = sys::now_ns() + MAX_SLEEP_NS;
+        for port in ports.iter_mut() {
+            // Scheduled changes, once the epoch is known.
+            if epoch > 0 {
+                while let Some(c) = port.plan.changes.get(port.next_change).copied() {
+                    let due = epoch + c.at.0;
+                    let now = sys::now_ns();
+                    if due > now {
+                        next_abs = next_abs.min(due);
+                        break;
+                    }
+                    apply(&mut port.link, link_time(shared, now), c);
+                    port.next_change += 1;
+                }
+            }
+            receive(port, shared, &mut buf, &mut pool);
+            release(port, shared, &mut pool);
+            if let Some(t) = port.link.poll_at() {
+                next_abs = next_abs.min(shared.origin + t.0);
+            }
+        }
+        let now = sys::now_ns();
+        if next_abs <= now {
+            continue;
+        }
+        if next_abs - now > spin_ns {
+            sleeps += 1;
+            waiter.wait_until(next_abs - spin_ns)?;
+        } else {
+            spins += 1;
+            // Busy-wait for the due time, taking in packets meanwhile.
+            while sys::now_ns() < next_abs && !shared.stopped() {
+                for port in ports.iter_mut() {
+                    receive(port, shared, &mut buf, &mut pool);
+                }
+                std::hint::spin_loop();
+            }
+        }
+    }
+    let (user_s, sys_s) = sys::cpu_times(true);
+    let mut hist = Hist::default();
+    let links = ports
+        .iter()
+        .map(|p| {
+            hist.merge(&p.lateness);
+            let s: LinkStats = *p.link.stats();
+            PortReport {
+                path: p.plan.path,
+                name: p.plan.name.clone(),
+                direction: if p.plan.down { "down" } else { "up" },
+                enqueued: s.enqueued,
+                queue_drops: s.queue_drops,
+                random_drops: s.random_drops,
+                delivered: s.delivered,
+                bytes_delivered: s.bytes_delivered,
+                backlog_bytes: p.link.backlog_bytes(),
+                read_errors: p.read_errors,
+                write_errors: p.write_errors,
+                changes_applied: p.next_change,
+                lateness: p.lateness.summary(),
+            }
+        })
+        .collect();
+    Ok(WorkerReport {
+        links,
+        user_s,
+        sys_s,
+        sleeps,
+        spins,
+        lateness: hist.summary(),
+        hist,
+    })
+}
+
+fn apply(link: &mut Link<IpPacket>, now: Time, c: LinkChange) {
+    if let Some(r) = c.rate {
+        link.set_rate(now, r);
+    }
+    if let Some(d) = c.delay {
+        link.set_delay(now, d);
+    }
+}
+
+/// Reads what is waiting on the port's input into its link, stamped with the time of reading.
+fn receive(port: &mut Port, shared: &Shared, buf: &mut [u8], pool: &mut Vec<Vec<u8>>) {
+    for _ in 0..port.burst {
+        match sys::read(port.input, buf) {
+            Ok(Some(n)) if n > 0 => {
+                let mut bytes = pool.pop().unwrap_or_default();
+                bytes.clear();
+                bytes.extend_from_slice(&buf[..n]);
+                let now = link_time(shared, sys::now_ns());
+                // A refused packet is dropped, as on a real link; the link counts it.
+                let _ = port.link.enqueue(now, IpPacket { bytes });
+            }
+            Ok(_) => break,
+            Err(_) => {
+                port.read_errors += 1;
+                break;
+            }
+        }
+    }
+}
+
+/// Writes every packet that is due by now, recording how late each one is.
+fn release(port: &mut Port, shared: &Shared, pool: &mut Vec<Vec<u8>>) {
+    loop {
+        let abs = sys::now_ns();
+        let now = link_time(shared, abs);
+        let due = match port.link.poll_at() {
+            Some(t) if t <= now => t,
+            _ => return,
+        };
+        // Delivering at `due` (not `now`) hands over exactly the packet that arrives at `due`,
+        // so that its lateness is measured against its own arrival time. The link's clock
+        // never goes back: it only moves packets whose time has come.
+        let Some(pkt) = port.link.poll_deliver(due) else {
+            // `due` was the end of a serialization behind a packet whose longer delay it must
+            // wait for (after a delay decrease): the packet entered the delay line.
+            continue;
+        };
+        port.lateness.add(now.0 - due.0);
+        if sys::write(port.output, &pkt.bytes).is_err() {
+            port.write_errors += 1;
+        }
+        if pool.len() < 4096 {
+            pool.push(pkt.bytes);
+        }
+    }
+}
