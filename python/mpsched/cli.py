@@ -297,6 +297,12 @@ def bench_command(as_json: bool, seconds: float) -> None:
     Console().print(table)
 
 
+# The kernel testbed's commands live with the testbed.
+from .emulate import emulate_command  # noqa: E402
+
+cli.add_command(emulate_command)
+
+
 # --- entry point ---
 
 
