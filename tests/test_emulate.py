@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from mpsched import ScenarioError, api, load, to_native
+from mpsched.calibrate import calibrate, load_target
 from mpsched.emulate import (
     SERVER_ADDR,
     Testbed,
@@ -390,3 +391,41 @@ def test_interrupted_run_leaves_nothing_behind(sig: signal.Signals) -> None:
     assert "aborted" in err
     assert leftovers(run_id, [i for i in inodes if i]) == []
     assert _namespaces() - before == set()
+
+
+# --- calibration ---
+
+
+def test_sweep_files_expand_to_points(tmp_path: Path) -> None:
+    sweep = load_target(ROOT / "docs" / "calibration" / "sweep.toml")
+    assert len(sweep.points) == 17 and sweep.repetitions == 3
+    first = sweep.points[0]
+    assert first.overrides == {
+        "path.lte.rtt": "20ms",
+        "path.wifi.queue": "50ms",
+        "path.lte.queue": "50ms",
+    }
+    assert load_target(ROOT / "scenarios" / "stms-lab.toml").points[0].overrides == {}
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[sweep]\nscenario = "x.toml"\nrepeats = 2\n')
+    with pytest.raises(ScenarioError, match="repeats"):
+        load_target(bad)
+
+
+@needs_mptcp
+def test_calibration_report_on_a_small_sweep(tmp_path: Path) -> None:
+    sweep_file = tmp_path / "sweep.toml"
+    sweep_file.write_text(
+        f'[sweep]\nscenario = "{ROOT / "scenarios" / "stms-lab.toml"}"\nrepetitions = 1\n'
+        'set = { duration = "3s" }\n[[sweep.group]]\nname = "slow RTT"\n'
+        'grid = { "path.lte.rtt" = ["20ms", "100ms"] }\n'
+    )
+    report = calibrate(load_target(sweep_file), tmp_path / "out")
+    assert len(report["runs"]) == 4
+    assert [row["point"] for row in report["rows"]] == ["lte.rtt=20ms", "lte.rtt=100ms"]
+    for row in report["rows"]:
+        assert 0.7 < row["ratio"]["mean"] < 1.3, row["ratio"]
+        assert set(row["kernel"]["paths"]) == {"wifi", "lte"}
+    text = (tmp_path / "out" / "report.md").read_text()
+    assert "## slow RTT" in text and "| lte.rtt=100ms |" in text
+    assert json.loads((tmp_path / "out" / "report.json").read_text())["meta"]["repetitions"] == 1

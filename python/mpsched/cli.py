@@ -298,9 +298,11 @@ def bench_command(as_json: bool, seconds: float) -> None:
 
 
 # The kernel testbed's commands live with the testbed.
+from .calibrate import calibrate_command  # noqa: E402
 from .emulate import emulate_command  # noqa: E402
 
 cli.add_command(emulate_command)
+cli.add_command(calibrate_command)
 
 
 # --- entry point ---

@@ -1,0 +1,501 @@
+"""``mpsched calibrate``: the same scenarios on the Linux kernel and in the simulator, side by side.
+
+A target is a scenario file (one point) or a sweep file: a TOML document with a ``[sweep]``
+table naming a base scenario and the points to run, as ``--set`` overrides::
+
+    [sweep]
+    scenario = "../../scenarios/stms-lab.toml"   # relative to the sweep file
+    repetitions = 3
+    set = { "path.*.loss" = 0.0001 }             # applied to every point; path.* = every path
+
+    [[sweep.group]]
+    name = "slow-path RTT x router buffers"
+    grid = { "path.lte.rtt" = ["20ms", "50ms"], "path.*.queue" = ["50ms", "500ms"] }
+
+    [[sweep.point]]                              # a single point, in a group of its own name
+    name = "lab"
+    set = {}
+
+Every point runs ``repetitions`` times on each side, repetition ``i`` with seed ``seed + i``
+(the emulator draws its losses from the same streams as the simulator). The kernel runs its own
+MPTCP scheduler (``net.mptcp.scheduler``, ``default``); the simulator runs ``linux`` (the model
+of that scheduler) when it has it, ``minrtt`` otherwise, and the report says which. The report
+(Markdown and JSON, rewritten after every run so that a long sweep can be watched and resumed)
+gives per point the goodput, each path's share, retransmissions and RTTs of both, and the
+kernel/simulator goodput ratio with its spread over the repetitions.
+"""
+
+from __future__ import annotations
+
+import datetime
+import itertools
+import json
+import os
+import platform
+import statistics
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+
+from . import api
+from .errors import ScenarioError
+from .scenario import load, parse_set, read_source, to_native
+
+__all__ = ["Point", "Sweep", "aggregate", "calibrate", "calibrate_command", "load_target", "render"]
+
+# A kernel/simulator goodput ratio this far from 1, beyond the kernel's own spread, is flagged.
+TOLERANCE = 0.10
+
+
+@dataclass
+class Point:
+    group: str
+    name: str
+    overrides: dict[str, Any]
+
+
+@dataclass
+class Sweep:
+    title: str
+    base: dict[str, Any]
+    source: str
+    points: list[Point]
+    repetitions: int = 3
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+
+def _expand_paths(overrides: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, Any]:
+    """``path.*.KEY`` stands for ``path.NAME.KEY`` of every path of the base scenario."""
+    names = [p.get("name") for p in base.get("path", []) if isinstance(p, dict)]
+    out: dict[str, Any] = {}
+    for key, value in overrides.items():
+        if key.startswith("path.*."):
+            for name in names:
+                out[f"path.{name}.{key[len('path.*.') :]}"] = value
+        else:
+            out[key] = value
+    return out
+
+
+def _label(overrides: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k.removeprefix('path.').removeprefix('connection.')}={v}"
+                     for k, v in overrides.items()) or "base"  # fmt: skip
+
+
+def load_target(target: str | os.PathLike[str]) -> Sweep:
+    """A sweep file, or a scenario file as a sweep of one point."""
+    path = Path(target)
+    try:
+        raw = tomllib.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        raise ScenarioError(f"{path}: no such scenario or sweep file") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ScenarioError(f"{path}: cannot read: {exc}") from None
+    if "sweep" not in raw:
+        load(raw)  # validate
+        return Sweep(title=path.stem, base=raw, source=str(path), points=[Point("", "", {})])
+    spec = raw["sweep"]
+    if not isinstance(spec, dict):
+        raise ScenarioError(f"{path}: [sweep] must be a table")
+    unknown = set(spec) - {"scenario", "repetitions", "set", "group", "point", "title"}
+    if unknown:
+        raise ScenarioError(f"{path}: sweep.{sorted(unknown)[0]}: unknown key")
+    scenario = spec.get("scenario")
+    if not isinstance(scenario, str):
+        raise ScenarioError(f"{path}: sweep.scenario: required (a scenario file)")
+    base_path = (path.parent / scenario).resolve()
+    base = read_source(base_path)
+    common = _expand_paths(spec.get("set") or {}, base)
+    points: list[Point] = []
+    for i, group in enumerate(spec.get("group") or []):
+        name = group.get("name") or f"group {i + 1}"
+        grid = group.get("grid") or {}
+        fixed = group.get("set") or {}
+        if not isinstance(grid, dict) or not grid:
+            raise ScenarioError(f"{path}: sweep.group[{i}].grid: a table of value lists")
+        keys = list(grid)
+        for values in itertools.product(*(grid[k] for k in keys)):
+            chosen = dict(zip(keys, values, strict=True))
+            overrides = {**fixed, **chosen}
+            points.append(Point(name, _label(chosen), _expand_paths(overrides, base)))
+    for point in spec.get("point") or []:
+        overrides = point.get("set") or {}
+        name = point.get("name") or _label(overrides)
+        points.append(Point(point.get("group") or name, name, _expand_paths(overrides, base)))
+    if not points:
+        raise ScenarioError(f"{path}: the sweep has no [[sweep.group]] or [[sweep.point]]")
+    repetitions = spec.get("repetitions", 3)
+    if not isinstance(repetitions, int) or repetitions < 1:
+        raise ScenarioError(f"{path}: sweep.repetitions: an integer >= 1")
+    for p in points:  # validate every point before running any
+        load(base, {**common, **p.overrides}, label=f"point {p.name!r}:")
+    return Sweep(
+        title=str(spec.get("title") or path.stem),
+        base=base,
+        source=str(path),
+        points=points,
+        repetitions=repetitions,
+        overrides=common,
+    )
+
+
+def simulator_scheduler() -> tuple[str, str | None]:
+    """The simulator's model of the kernel's scheduler, and a note if it is a stand-in."""
+    names = {s.name for s in api.schedulers()}
+    if "linux" in names:
+        return "linux", None
+    return "minrtt", (
+        "the simulator has no `linux` scheduler (the upstream kernel's); `minrtt` stands in"
+    )
+
+
+# --- running ---
+
+
+def _trim(summary: Mapping[str, Any], side: str) -> dict[str, Any]:
+    """What the report keeps of a run's summary."""
+    keep = ("goodput_mbps", "bytes_delivered", "duration_s", "completion_s", "reinjections")
+    out: dict[str, Any] = {k: summary.get(k) for k in keep}
+    out["subflows"] = [
+        {
+            k: sub.get(k)
+            for k in (
+                "name",
+                "goodput_mbps",
+                "share",
+                "bytes_sent",
+                "retransmits",
+                "rtos",
+                "fast_recoveries",
+                "queue_drops",
+                "random_drops",
+                "srtt_ms",
+                "min_rtt_ms",
+                "cwnd_segments",
+                "kernel",
+            )
+            if k in sub
+        }
+        for sub in summary.get("subflows") or []
+    ]
+    if side == "kernel":
+        emu = summary.get("emulator") or {}
+        out["emulator"] = {
+            "cpu_percent": emu.get("cpu_percent"),
+            "lateness_us": emu.get("lateness_us"),
+        }
+        out["kernel"] = summary.get("kernel")
+        out["timeline"] = summary.get("timeline")
+    else:
+        for k in ("peak_reorder_bytes", "window_probes", "opportunistic_retransmits"):
+            out[k] = summary.get(k)
+    return out
+
+
+def _key(point: Point, rep: int, side: str) -> str:
+    return f"{point.group}|{point.name}|{rep}|{side}"
+
+
+def calibrate(
+    sweep: Sweep,
+    out: Path,
+    *,
+    repetitions: int | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    resume: bool = False,
+    sim_scheduler: str | None = None,
+    progress: Callable[[str], None] | None = None,
+    emulate_options: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Run every point of ``sweep`` on both sides and write ``out``/report.md and report.json."""
+    from .emulate import TestbedError, check_kernel_support, emulate, missing_capabilities
+
+    reason = missing_capabilities("mptcp")
+    if reason:
+        raise TestbedError(f"the kernel testbed {reason}")
+    note = None
+    if sim_scheduler is None:
+        sim_scheduler, note = simulator_scheduler()
+    reps = repetitions or sweep.repetitions
+    extra = _expand_paths(overrides or {}, sweep.base)
+    out.mkdir(parents=True, exist_ok=True)
+    state_path = out / "report.json"
+    runs: dict[str, Any] = {}
+    if resume and state_path.exists():
+        runs = json.loads(state_path.read_text()).get("runs", {})
+    meta = {
+        "title": sweep.title,
+        "source": sweep.source,
+        "created": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "kernel": platform.release(),
+        "kernel_scheduler": "default",
+        "simulator_scheduler": sim_scheduler,
+        "simulator_note": note,
+        "repetitions": reps,
+        "overrides": {**sweep.overrides, **extra},
+    }
+    total = len(sweep.points) * reps
+    done = 0
+    for point in sweep.points:
+        for rep in range(reps):
+            done += 1
+            base = {**sweep.overrides, **point.overrides, **extra}
+            seed = int(load(sweep.base, base).seed) + rep
+            for side in ("kernel", "sim"):
+                key = _key(point, rep, side)
+                if key in runs:
+                    continue
+                sched = "default" if side == "kernel" else sim_scheduler
+                scenario = load(sweep.base, {**base, "seed": seed, "connection.scheduler": sched})
+                if progress:
+                    progress(f"[{done}/{total}] {side:6} {point.group} | {point.name} | rep {rep}")
+                if side == "kernel":
+                    config = to_native(scenario)
+                    check_kernel_support(config, "default")
+                    summary = emulate(config, kernel_scheduler="default", **(emulate_options or {}))
+                else:
+                    summary = api.run(scenario).summary
+                runs[key] = {
+                    "group": point.group,
+                    "point": point.name,
+                    "overrides": point.overrides,
+                    "rep": rep,
+                    "seed": seed,
+                    "side": side,
+                    "summary": _trim(summary, side),
+                }
+                _write(out, meta, sweep, runs)
+    return _write(out, meta, sweep, runs)
+
+
+def _write(out: Path, meta: dict[str, Any], sweep: Sweep, runs: dict[str, Any]) -> dict[str, Any]:
+    rows = aggregate(sweep.points, runs)
+    report = {"meta": meta, "rows": rows, "runs": runs}
+    tmp = out / "report.json.tmp"
+    tmp.write_text(json.dumps(report, indent=1) + "\n")
+    tmp.replace(out / "report.json")
+    (out / "report.md").write_text(render(meta, rows))
+    return report
+
+
+# --- aggregation ---
+
+
+def _stats(values: Sequence[float | None]) -> dict[str, float | int | None]:
+    xs = [float(v) for v in values if isinstance(v, int | float)]
+    if not xs:
+        return {"n": 0, "mean": None, "sd": None, "min": None, "max": None}
+    return {
+        "n": len(xs),
+        "mean": statistics.fmean(xs),
+        "sd": statistics.stdev(xs) if len(xs) > 1 else 0.0,
+        "min": min(xs),
+        "max": max(xs),
+    }
+
+
+def _per_path(summary: Mapping[str, Any], key: str) -> dict[str, Any]:
+    return {s.get("name"): s.get(key) for s in summary.get("subflows") or []}
+
+
+def aggregate(points: Sequence[Point], runs: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Per point: both sides' statistics and the kernel/simulator ratio."""
+    rows = []
+    for point in points:
+        mine = [r for r in runs.values() if r["group"] == point.group and r["point"] == point.name]
+        if not mine:
+            continue
+        side: dict[str, list[dict[str, Any]]] = {"kernel": [], "sim": []}
+        for run in sorted(mine, key=lambda r: r["rep"]):
+            side[run["side"]].append(run["summary"])
+        row: dict[str, Any] = {"group": point.group, "point": point.name}
+        paths: list[str] = []
+        for s in side["kernel"] + side["sim"]:
+            for sub in s.get("subflows") or []:
+                if sub.get("name") not in paths:
+                    paths.append(sub.get("name"))
+        for name, summaries in side.items():
+            row[name] = {
+                "goodput_mbps": _stats([s.get("goodput_mbps") for s in summaries]),
+                "completion_s": _stats([s.get("completion_s") for s in summaries]),
+                "retransmits": _stats(
+                    [sum(sub.get("retransmits") or 0 for sub in s["subflows"]) for s in summaries]
+                ),
+                "paths": {
+                    p: {
+                        key: _stats([_per_path(s, key).get(p) for s in summaries])
+                        for key in ("share", "goodput_mbps", "retransmits", "srtt_ms", "min_rtt_ms")
+                    }
+                    for p in paths
+                },
+            }
+        k = [s.get("goodput_mbps") for s in side["kernel"]]
+        m = [s.get("goodput_mbps") for s in side["sim"]]
+        pairs = [(a, b) for a, b in zip(k, m, strict=False) if a and b]
+        km, sm = row["kernel"]["goodput_mbps"]["mean"], row["sim"]["goodput_mbps"]["mean"]
+        ratio = km / sm if km and sm else None
+        per_rep = [a / b for a, b in pairs]
+        kcv = (row["kernel"]["goodput_mbps"]["sd"] or 0.0) / km if km else 0.0
+        row["ratio"] = {
+            "mean": ratio,
+            "min": min(per_rep) if per_rep else None,
+            "max": max(per_rep) if per_rep else None,
+            "kernel_cv": kcv,
+            "flag": ratio is not None and abs(ratio - 1) > TOLERANCE + kcv,
+        }
+        row["paths"] = paths
+        rows.append(row)
+    return rows
+
+
+# --- the Markdown report ---
+
+
+def _f(value: Any, spec: str = ".1f") -> str:
+    return "-" if not isinstance(value, int | float) else format(value, spec)
+
+
+def _pm(stats: Mapping[str, Any], spec: str = ".1f") -> str:
+    if not stats or stats.get("mean") is None:
+        return "-"
+    if stats.get("n", 0) > 1:
+        return f"{_f(stats['mean'], spec)} ± {_f(stats['sd'], spec)}"
+    return _f(stats["mean"], spec)
+
+
+def render(meta: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> str:
+    """The report as Markdown."""
+    lines = [
+        f"# Calibration: {meta['title']}",
+        "",
+        f"Kernel (Linux {meta['kernel']}, MPTCP scheduler `{meta['kernel_scheduler']}`) against "
+        f"the simulator (scheduler `{meta['simulator_scheduler']}`), "
+        f"{meta['repetitions']} repetition(s) per point, seeds `seed + i`. Source: "
+        f"`{meta['source']}`; created {meta['created']} by `mpsched calibrate`.",
+        "",
+    ]
+    if meta.get("simulator_note"):
+        lines += [f"**Note:** {meta['simulator_note']}.", ""]
+    if meta.get("overrides"):
+        lines += [f"Applied to every point: `{json.dumps(meta['overrides'])}`.", ""]
+    lines += [
+        "Goodput is mean ± standard deviation over the repetitions (Mbit/s); the ratio is "
+        "kernel / simulator of the mean goodputs, with the range of the per-repetition ratios. "
+        f"⚠ marks a ratio more than {TOLERANCE:.0%} from 1 beyond the kernel's own spread "
+        "(its coefficient of variation). Share, retransmissions (segments) and smoothed RTT "
+        "(ms, at the end of the run) are kernel / simulator means.",
+        "",
+    ]
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(row["group"], []).append(row)
+    for group, members in groups.items():
+        if group:
+            lines += [f"## {group}", ""]
+        paths: list[str] = []
+        for row in members:
+            paths += [p for p in row["paths"] if p not in paths]
+        head = ["point", "kernel Mbps", "sim Mbps", "ratio [range]"]
+        head += [f"share {p}" for p in paths]
+        head += ["retx"] + [f"srtt {p}" for p in paths]
+        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for row in members:
+            r = row["ratio"]
+            ratio = "-"
+            if r["mean"] is not None:
+                ratio = f"{r['mean']:.3f} [{_f(r['min'], '.3f')}, {_f(r['max'], '.3f')}]"
+                ratio += " ⚠" if r["flag"] else ""
+            cells = [
+                row["point"] or "scenario",
+                _pm(row["kernel"]["goodput_mbps"]),
+                _pm(row["sim"]["goodput_mbps"]),
+                ratio,
+            ]
+            for p in paths:
+                ks = row["kernel"]["paths"].get(p, {}).get("share", {})
+                ss = row["sim"]["paths"].get(p, {}).get("share", {})
+                cells.append(f"{_f(ks.get('mean'), '.2f')} / {_f(ss.get('mean'), '.2f')}")
+            cells.append(
+                f"{_f(row['kernel']['retransmits']['mean'], '.0f')} / "
+                f"{_f(row['sim']['retransmits']['mean'], '.0f')}"
+            )
+            for p in paths:
+                kr = row["kernel"]["paths"].get(p, {}).get("srtt_ms", {})
+                sr = row["sim"]["paths"].get(p, {}).get("srtt_ms", {})
+                cells.append(f"{_f(kr.get('mean'), '.0f')} / {_f(sr.get('mean'), '.0f')}")
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+    flagged = [row for row in rows if row["ratio"]["flag"]]
+    lines += [
+        f"{len(flagged)} of {len(rows)} point(s) differ by more than {TOLERANCE:.0%} beyond "
+        "the kernel's spread.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+# --- the command ---
+
+
+@click.command("calibrate")
+@click.argument("target", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--repetitions", "-n", type=click.IntRange(1, 100), help="Runs per point and side.")
+@click.option("--duration", metavar="D", help="Duration of every run, e.g. 30s.")
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a key of every point (path.*.KEY for every path; repeatable).",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("calibration"),
+    show_default=True,
+    help="Directory of report.md and report.json.",
+)
+@click.option("--resume", is_flag=True, help="Keep the runs already in DIR/report.json.")
+@click.option(
+    "--sim-scheduler",
+    metavar="NAME",
+    help="Simulator scheduler (default: linux if the simulator has it, else minrtt).",
+)
+def calibrate_command(
+    target: Path,
+    repetitions: int | None,
+    duration: str | None,
+    sets: tuple[str, ...],
+    out: Path,
+    resume: bool,
+    sim_scheduler: str | None,
+) -> None:
+    """Run TARGET (a scenario or a sweep file) on the kernel and in the simulator (needs root).
+
+    Writes DIR/report.md and DIR/report.json with both sides' goodput, per-path share,
+    retransmissions and RTTs, and the kernel/simulator goodput ratio per point.
+    """
+    from .emulate import TestbedError
+
+    sweep = load_target(target)
+    overrides = parse_set(sets)
+    if duration is not None:
+        overrides["duration"] = duration
+    try:
+        report = calibrate(
+            sweep,
+            out,
+            repetitions=repetitions,
+            overrides=overrides,
+            resume=resume,
+            sim_scheduler=sim_scheduler,
+            progress=lambda line: click.echo(line, err=True),
+        )
+    except TestbedError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"wrote {out / 'report.md'} and {out / 'report.json'}", err=True)
+    click.echo(render(report["meta"], report["rows"]))
