@@ -25,7 +25,9 @@ if TYPE_CHECKING:  # imported when used, so that `import mpsched` stays fast
     import pyarrow.parquet as pq
 
 __all__ = [
+    "HEADER_BYTES",
     "MSS_BYTES",
+    "MTU_BYTES",
     "SSTHRESH_INFINITE",
     "TABLES",
     "Column",
@@ -33,8 +35,11 @@ __all__ = [
     "Run",
     "cdf",
     "empty_table",
+    "link_rate_bps",
     "load_run",
+    "queue_limit_bytes",
     "rates",
+    "schema_markdown",
     "subflow_names",
     "table_from_columns",
 ]
@@ -44,6 +49,11 @@ MSS_BYTES = 1448
 
 SSTHRESH_INFINITE = 2_147_483_647
 """``ssthresh_segments`` before the first loss (slow start has no threshold yet)."""
+
+HEADER_BYTES = 52
+"""IPv4 + TCP + timestamp option bytes of every packet; a full data packet is 1500 bytes."""
+
+MTU_BYTES = MSS_BYTES + HEADER_BYTES
 
 
 class Column(NamedTuple):
@@ -62,7 +72,14 @@ TABLES: dict[str, tuple[str, tuple[Column, ...]]] = {
             Column("dseq", "u64", "segment", "data sequence number, counted in segments from 0"),
             Column("len_bytes", "u32", "byte", "payload length"),
             Column("subflow", "u8", "index", "subflow whose copy was delivered"),
-            Column("transmissions", "u16", "count", "times sent, on any subflow (1 = never again)"),
+            Column(
+                "transmissions",
+                "u16",
+                "count",
+                "times the scheduler sent this segment: 1 + reinjections, opportunistic "
+                "retransmissions and redundant copies (a subflow's own TCP retransmissions are "
+                "not counted: see the summary's per-subflow retransmits)",
+            ),
             Column("t_first_sent_ns", "u64", "ns", "first transmission by the server"),
             Column(
                 "t_first_received_ns",
@@ -87,9 +104,18 @@ TABLES: dict[str, tuple[str, tuple[Column, ...]]] = {
         (
             Column("t_ns", "u64", "ns", "time the server processes the ACK"),
             Column("subflow", "u8", "index", "subflow the ACK arrived on"),
-            Column("data_ack_bytes", "u64", "byte", "connection-level cumulative Data ACK"),
             Column(
-                "data_ack_step_bytes", "u64", "byte", "how far this ACK moved the Data ACK (0: not)"
+                "data_ack_bytes",
+                "u64",
+                "byte",
+                "Data ACK this ACK carries (ACKs of a slower subflow may carry an older one; the "
+                "server's cumulative Data ACK is the running maximum)",
+            ),
+            Column(
+                "data_ack_step_bytes",
+                "u64",
+                "byte",
+                "how far this ACK moved the server's cumulative Data ACK (0: not at all)",
             ),
             Column("cwnd_segments", "u32", "segment", "congestion window after the ACK"),
             Column(
@@ -109,9 +135,10 @@ TABLES: dict[str, tuple[str, tuple[Column, ...]]] = {
         ),
     ),
     "bursts": (
-        "One row per burst: packets a subflow sent back to back in one round of sending.",
+        "One row per burst: the data packets a subflow sent in one round of sending (in "
+        "response to one ACK or timer), which leave back to back.",
         (
-            Column("t_ns", "u64", "ns", "time of the burst"),
+            Column("t_ns", "u64", "ns", "time of the round"),
             Column("subflow", "u8", "index", "subflow that sent it"),
             Column("packets", "u32", "packet", "data packets in the burst"),
         ),
@@ -128,7 +155,7 @@ TABLES: dict[str, tuple[str, tuple[Column, ...]]] = {
                 "segment",
                 "slow-start threshold (2147483647: infinite)",
             ),
-            Column("srtt_ns", "u64", "ns", "smoothed RTT (0 before the first sample)"),
+            Column("srtt_ns", "u64", "ns", "smoothed RTT (0 before the first RTT sample)"),
             Column("in_flight_segments", "u32", "segment", "segments in flight"),
             Column(
                 "bytes_sent", "u64", "byte", "cumulative payload sent, retransmissions included"
@@ -137,7 +164,7 @@ TABLES: dict[str, tuple[str, tuple[Column, ...]]] = {
                 "bytes_delivered",
                 "u64",
                 "byte",
-                "cumulative application bytes whose first copy came on this subflow",
+                "cumulative application bytes whose delivered copy came on this subflow",
             ),
             Column(
                 "queue_bytes",
@@ -162,11 +189,14 @@ TABLES: dict[str, tuple[str, tuple[Column, ...]]] = {
                 "rcvbuf_used_bytes",
                 "u64",
                 "byte",
-                "receive buffer held by the client (STMS sec. 3.2)",
+                "receive buffer in use: received, not yet delivered (STMS sec. 3.2)",
             ),
             Column("rwnd_bytes", "u64", "byte", "receive window the client advertises"),
             Column(
-                "sndbuf_used_bytes", "u64", "byte", "send buffer held by the server (unacked data)"
+                "sndbuf_used_bytes",
+                "u64",
+                "byte",
+                "send buffer in use: written, not yet Data-ACKed",
             ),
             Column("data_ack_bytes", "u64", "byte", "cumulative Data ACK at the server"),
             Column("bytes_delivered", "u64", "byte", "cumulative bytes delivered to the app"),
@@ -420,3 +450,49 @@ def cdf(values: Any, points: int = 2000) -> tuple[np.ndarray, np.ndarray]:
     # P[X <= x] counts ties: the last index holding each value.
     ps = np.searchsorted(x, xs, side="right") / n
     return xs, ps
+
+
+# --- the scenario's links ---
+
+
+def link_rate_bps(path: Mapping[str, Any], t_ns: int) -> int:
+    """The data-direction rate of a normalized path at time ``t_ns`` (after its schedule)."""
+    rate = int(path["down"]["rate_bps"])
+    for change in path.get("schedule") or []:
+        if change["at_ns"] <= t_ns and change.get("rate_bps") is not None:
+            rate = int(change["rate_bps"])
+    return rate
+
+
+def queue_limit_bytes(path: Mapping[str, Any], t_ns: int = 0) -> int:
+    """The drop-tail limit of a normalized path's data-direction queue in wire bytes at
+    ``t_ns``: a byte limit as given, a packet limit times a full packet (1500 bytes), a time
+    limit at the link rate then in force. The queue always admits a packet when it is empty,
+    so its backlog never exceeds ``max(limit, 1500)``."""
+    queue = path["down"]["queue"]
+    if "bytes" in queue:
+        return int(queue["bytes"])
+    if "packets" in queue:
+        return int(queue["packets"]) * MTU_BYTES
+    return link_rate_bps(path, t_ns) * int(queue["time_ns"]) // 8 // 1_000_000_000
+
+
+_TYPE_NAMES = {
+    "u64": "uint64",
+    "u32": "uint32",
+    "u16": "uint16",
+    "u8": "uint8",
+    "f64": "float64",
+    "str": "string",
+}
+
+
+def schema_markdown() -> str:
+    """The tables of :data:`TABLES` as Markdown, as in docs/traces.md."""
+    parts = []
+    for name, (description, columns) in TABLES.items():
+        lines = [f"## `{name}`", "", description, ""]
+        lines += ["| column | type | unit | meaning |", "| --- | --- | --- | --- |"]
+        lines += [f"| `{c.name}` | {_TYPE_NAMES[c.dtype]} | {c.unit} | {c.doc} |" for c in columns]
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts) + "\n"

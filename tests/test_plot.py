@@ -1,0 +1,127 @@
+"""`mpsched plot` and `mpsched compare` on real runs: which plots, legible sizes, the index page."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+
+import mpsched
+from mpsched.plot import PLOTS, compare_labels, compare_runs, plot_run, plot_scheduler
+from mpsched.scheduler import MinRtt
+from mpsched.traces import load_run
+
+pytest.importorskip("matplotlib")
+
+ALWAYS = {
+    "throughput",
+    "subflow_state",
+    "queues",
+    "buffers",
+    "delays",
+    "data_ack",
+    "free_cwnd",
+    "bursts",
+    "totals",
+}
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    head = path.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n", path
+    return struct.unpack(">II", head[16:24])
+
+
+class Recording(MinRtt):
+    def next(self, ctx):
+        decision = super().next(ctx)
+        ctx.record("gap", float(len(ctx.subflows)))
+        return decision
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("runs")
+    out = {
+        "default": root / "default",
+        "rr": root / "rr",
+        "recording": root / "recording",
+        "bare": root / "bare",
+    }
+    mpsched.run(None, out=out["default"], duration="2s", rcvbuf="1MiB", benefit=True)
+    mpsched.run(None, out=out["rr"], duration="2s", rcvbuf="1MiB", scheduler="rr")
+    mpsched.run(None, out=out["recording"], duration="1s", scheduler=Recording())
+    mpsched.run(None, out=out["bare"], duration="1s", trace=False)
+    return out
+
+
+def test_plot_run_draws_every_plot_that_applies(runs: dict[str, Path]) -> None:
+    written = plot_run(runs["default"])
+    folder = runs["default"] / "plots"
+    assert written[-1] == folder / "index.html"
+    assert {p.stem for p in written[:-1]} == ALWAYS  # no scheduler values: no scheduler plot
+    for path in written[:-1]:
+        width, height = png_size(path)
+        assert width >= 1200 and height >= 500, (path.name, width, height)  # 9 in at 150 dpi
+    page = (folder / "index.html").read_text()
+    for path in written[:-1]:
+        assert f'src="{path.name}"' in page
+    assert "aggregation benefit" in page
+
+
+def test_scheduler_values_get_a_plot(runs: dict[str, Path]) -> None:
+    run = load_run(runs["recording"])
+    figure = plot_scheduler([run], ["recording"])
+    assert figure is not None
+    assert [ax.get_title() for ax in figure.axes] == ["gap"]
+    assert plot_scheduler([load_run(runs["rr"])], ["rr"]) is None
+    assert list(PLOTS)[-1] == "scheduler"
+
+
+def test_a_run_without_traces_gets_its_totals(runs: dict[str, Path], tmp_path: Path) -> None:
+    written = plot_run(runs["bare"], tmp_path)
+    assert [p.name for p in written] == ["totals.png", "index.html"]
+
+
+def test_compare(runs: dict[str, Path], tmp_path: Path) -> None:
+    written = compare_runs([runs["default"], runs["rr"]], tmp_path)
+    assert {p.stem for p in written[:-1]} == ALWAYS
+    page = (tmp_path / "index.html").read_text()
+    assert "<td>default</td>" in page and "<td>rr</td>" in page
+    with pytest.raises(ValueError, match="2 labels for 1 runs"):
+        compare_runs([runs["rr"]], tmp_path / "bad", labels=["a", "b"])
+
+
+def test_compare_labels(runs: dict[str, Path]) -> None:
+    twice = [load_run(runs["rr"]), load_run(runs["rr"])]
+    assert compare_labels(twice) == ["rr (rr)", "rr (rr)"]
+    assert compare_labels([load_run(runs["rr"]), load_run(runs["default"])]) == ["rr", "default"]
+
+
+def test_cli_plot_and_compare(run_cli, runs: dict[str, Path], tmp_path: Path) -> None:
+    # Runs without traces keep this quick: only their totals are drawn.
+    outcome = run_cli("plot", str(runs["bare"]), "--out", str(tmp_path / "one"))
+    assert outcome.code == 0, outcome
+    assert outcome.out.splitlines() == [
+        f"wrote {tmp_path / 'one' / 'totals.png'}",
+        f"wrote {tmp_path / 'one' / 'index.html'}",
+    ]
+    outcome = run_cli(
+        "compare",
+        str(runs["bare"]),
+        str(runs["bare"]),
+        "--out",
+        str(tmp_path / "two"),
+        "--label",
+        "first",
+        "--label",
+        "second",
+    )
+    assert outcome.code == 0, outcome
+    assert "<td>second</td>" in (tmp_path / "two" / "index.html").read_text()
+    missing = run_cli("plot", str(tmp_path / "nothing"))
+    assert missing.code == 2
+    assert missing.err.startswith("error: ") and "not a run directory" in missing.err
+    labels = run_cli("compare", str(runs["rr"]), "--label", "a", "--label", "b")
+    assert labels.code == 2 and "--label: 2 labels for 1 runs" in labels.err
