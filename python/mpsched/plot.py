@@ -350,8 +350,9 @@ def plot_data_ack(runs: Sequence[Run], labels: Sequence[str]) -> Figure | None:
     axes["progress"].set_ylabel("Data ACK (MB)")
     axes["progress"].set_ylim(bottom=0)
     axes["progress"].axvspan(lo / 1e9, hi / 1e9, color="#999999", alpha=0.3, linewidth=0)
+    axes["progress"].axvline(biggest / 1e9, color="#999999", linestyle=":", linewidth=1.0)
     _time_axis(axes["progress"])
-    axes["zoom"].set_title(f"zoom (shaded): largest step at {biggest / 1e9:.2f} s")
+    axes["zoom"].set_title(f"zoom (shaded, dotted): largest step at {biggest / 1e9:.2f} s")
     axes["zoom"].set_ylabel("Data ACK (MB)")
     axes["zoom"].set_xlabel("time (s)")
     axes["steps"].set_title(
@@ -553,10 +554,10 @@ def plot_delays(runs: Sequence[Run], labels: Sequence[str]) -> Figure | None:
         for series, rows in groups:
             style = _style(compare, series)
             for ax, col in zip(axes, ("ooo_delay_ns", "e2e_delay_ns"), strict=True):
-                values = rows[col].to_numpy() / 1e6
+                values = rows[col].to_numpy()
                 xs, ps = traces.cdf(values)
-                label = f"{series.label} (mean {values.mean():.1f} ms)"
-                ax.step(xs, ps, where="post", label=label, **style)
+                label = f"{series.label} (mean {values.mean() / 1e6:.1f} ms)"
+                ax.step(xs / 1e6, ps, where="post", label=label, **style)
     axes[0].set_title("out-of-order delay\n(delivered - first received)")
     axes[0].set_xlabel("delay (ms)")
     axes[1].set_title("end-to-end delay\n(delivered - first sent)")
@@ -711,6 +712,8 @@ def _draw(runs: Sequence[Run], labels: Sequence[str], out: Path, title: str) -> 
     with matplotlib.rc_context(RC):
         for name, (function, caption) in PLOTS.items():
             fig = function(runs, labels)
+            for run in runs:  # keep one plot's tables in memory at a time
+                run.forget()
             if fig is None:
                 continue
             path = out / f"{name}.png"

@@ -336,13 +336,12 @@ class Run:
         """Trace table ``table`` as a DataFrame (only ``columns`` if given); an empty frame
         with the documented columns if the run has no such file."""
         import pandas as pd
-        import pyarrow.parquet as pq
 
         key = (table, tuple(columns) if columns else None)
         if key not in self._cache:
             file = self.path / f"{table}.parquet"
             if file.is_file():
-                frame = pq.read_table(file, columns=columns).to_pandas()
+                frame = pd.DataFrame(_read_columns(file, columns), copy=False)
             elif table in TABLES:
                 frame = empty_table(table).to_pandas()
                 if columns:
@@ -352,6 +351,10 @@ class Run:
             self._cache[key] = frame
         return self._cache[key]
 
+    def forget(self) -> None:
+        """Drop the tables read so far (they are read again when needed)."""
+        self._cache.clear()
+
     @property
     def subflow_names(self) -> list[str]:
         return subflow_names(self.summary, self.scenario)
@@ -360,6 +363,31 @@ class Run:
     def label(self) -> str:
         """``scheduler`` (``tcp`` for plain TCP) and the directory name."""
         return f"{run_scheduler(self.summary)} ({self.path.name})"
+
+
+def _read_columns(file: Path, columns: list[str] | None) -> dict[str, np.ndarray]:
+    """Columns of a Parquet file as numpy arrays, filled row group by row group: a trace of
+    millions of rows costs its columns' size, not the several copies of a whole-table read."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    parquet = pq.ParquetFile(file)
+    schema = parquet.schema_arrow
+    names = columns or schema.names
+    rows = parquet.metadata.num_rows
+    out: dict[str, np.ndarray] = {}
+    for name in names:
+        kind = schema.field(name).type
+        text = pa.types.is_string(kind) or pa.types.is_large_string(kind)
+        out[name] = np.empty(rows, dtype=object if text else kind.to_pandas_dtype())
+    at = 0
+    for batch in parquet.iter_batches(columns=names, batch_size=65_536, use_threads=False):
+        n = batch.num_rows
+        for name in names:
+            out[name][at : at + n] = batch.column(name).to_numpy(zero_copy_only=False)
+        at += n
+    return out
 
 
 def run_scheduler(summary: Mapping[str, Any]) -> str:
@@ -441,15 +469,15 @@ def cdf(values: Any, points: int = 2000) -> tuple[np.ndarray, np.ndarray]:
     """
     import numpy as np
 
-    x = np.sort(np.asarray(values, dtype=np.float64))
+    x = np.sort(np.asarray(values))  # in its own dtype: no float copy of a long column
     n = len(x)
     if n == 0:
-        return x, x
+        return x.astype(np.float64), x.astype(np.float64)
     ranks = np.unique(np.linspace(0, n - 1, min(n, points)).round().astype(np.int64))
     xs = x[ranks]
     # P[X <= x] counts ties: the last index holding each value.
     ps = np.searchsorted(x, xs, side="right") / n
-    return xs, ps
+    return xs.astype(np.float64), ps
 
 
 # --- the scenario's links ---
