@@ -437,3 +437,22 @@ def test_parquet_schema_is_documented(tmp_path: Path) -> None:
         assert pd.read_parquet(path).shape[1] == len(columns)
         assert pl.read_parquet(path).width == len(columns)
     assert traces.schema_markdown() in doc
+
+
+def test_cli_out_options(run_cli, tmp_path: Path) -> None:
+    import polars as pl
+
+    outcome = run_cli(
+        "run", "--set", "duration=1s", "--sample-interval", "5ms", "--out", str(tmp_path / "a")
+    )
+    assert outcome.code == 0, outcome
+    assert f"wrote {tmp_path / 'a' / 'scheduler.parquet'}" in outcome.err
+    times = pl.read_parquet(tmp_path / "a" / "connection.parquet")["t_ns"].to_list()
+    assert times == [i * 5_000_000 for i in range(201)]
+    outcome = run_cli("run", "--set", "duration=1s", "--no-traces", "--out", str(tmp_path / "b"))
+    assert outcome.code == 0, outcome
+    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["scenario.json", "summary.json"]
+    bad = run_cli("run", "--sample-interval", "0ms")
+    assert bad.code == 2 and bad.err.startswith("error: --sample-interval: must be > 0")
+    bad = run_cli("run", "--sample-interval", "10")
+    assert bad.code == 2 and bad.err.startswith("error: --sample-interval: ")

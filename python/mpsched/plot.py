@@ -743,6 +743,7 @@ def _index_html(
         "scheduler",
         "duration (s)",
         "goodput (Mbit/s)",
+        "completion (s)",
         "OOO delay mean / p99 (ms)",
         "aggregation benefit",
     ]
@@ -756,6 +757,7 @@ def _index_html(
                 traces.run_scheduler(s),
                 _fmt(s.get("duration_s"), "g"),
                 _fmt(s.get("goodput_mbps")),
+                _fmt(s.get("completion_s"), ".3f"),
                 f"{_fmt(ooo.get('mean'))} / {_fmt(ooo.get('p99'))}",
                 _fmt(s.get("aggregation_benefit"), "+.3f"),
             ]
