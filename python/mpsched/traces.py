@@ -78,7 +78,13 @@ TABLES: dict[str, tuple[str, tuple[Column, ...]]] = {
                 "count",
                 "times the scheduler sent this segment: 1 + reinjections, opportunistic "
                 "retransmissions and redundant copies (a subflow's own TCP retransmissions are "
-                "not counted: see the summary's per-subflow retransmits)",
+                "counted in retransmissions)",
+            ),
+            Column(
+                "retransmissions",
+                "u16",
+                "count",
+                "subflow-level TCP retransmissions of this segment (fast recovery and RTO)",
             ),
             Column("t_first_sent_ns", "u64", "ns", "first transmission by the server"),
             Column(

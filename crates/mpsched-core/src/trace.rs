@@ -21,6 +21,7 @@ pub struct AckTrace {
 pub struct SentTrace {
     pub first_sent_ns: Vec<u64>,
     pub transmissions: Vec<u16>,
+    pub retransmissions: Vec<u16>,
 }
 
 /// One row per data segment, in data sequence order, written when it reaches the application.

@@ -9,6 +9,7 @@ use mpsched_core::link::{Link, LinkStats};
 use mpsched_core::rng::Rng;
 use mpsched_core::Time;
 use serde::Serialize;
+use std::collections::HashMap;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -49,6 +50,10 @@ pub struct Port {
     output: RawFd,
     next_change: usize,
     lateness: Hist,
+    /// Packets delivered per wire length.
+    sizes: HashMap<u32, u64>,
+    /// When packets were dropped (CLOCK_MONOTONIC ns; the first `MAX_DROP_TIMES`).
+    drop_times: Vec<u64>,
     read_errors: u64,
     write_errors: u64,
     /// Packets read in one round, at most (bounds the time one busy input can hold a thread).
@@ -65,6 +70,8 @@ impl Port {
             output,
             next_change: 0,
             lateness: Hist::default(),
+            sizes: HashMap::new(),
+            drop_times: Vec::new(),
             read_errors: 0,
             write_errors: 0,
             burst: 64,
@@ -90,6 +97,12 @@ pub struct PortReport {
     pub write_errors: u64,
     pub changes_applied: usize,
     pub lateness: Lateness,
+    /// The most frequent wire lengths of delivered packets: (bytes, packets), most frequent
+    /// first (at most 6).
+    pub sizes: Vec<(u32, u64)>,
+    /// Times of the first drops (queue or random), in ms since the epoch (since the start
+    /// of the emulator if no epoch was set).
+    pub drop_times_ms: Vec<f64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -181,6 +194,18 @@ pub fn run(mut ports: Vec<Port>, shared: &Shared, spin_ns: u64) -> std::io::Resu
                 write_errors: p.write_errors,
                 changes_applied: p.next_change,
                 lateness: p.lateness.summary(),
+                sizes: top_sizes(&p.sizes, 6),
+                drop_times_ms: p
+                    .drop_times
+                    .iter()
+                    .map(|&t| {
+                        let zero = match shared.epoch.load(Ordering::Relaxed) {
+                            0 => shared.origin,
+                            e => e,
+                        };
+                        (t as f64 - zero as f64) / 1e6
+                    })
+                    .collect(),
             }
         })
         .collect();
@@ -195,6 +220,13 @@ pub fn run(mut ports: Vec<Port>, shared: &Shared, spin_ns: u64) -> std::io::Resu
     })
 }
 
+fn top_sizes(sizes: &HashMap<u32, u64>, n: usize) -> Vec<(u32, u64)> {
+    let mut v: Vec<(u32, u64)> = sizes.iter().map(|(&k, &c)| (k, c)).collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    v.truncate(n);
+    v
+}
+
 fn apply(link: &mut Link<IpPacket>, now: Time, c: LinkChange) {
     if let Some(r) = c.rate {
         link.set_rate(now, r);
@@ -204,6 +236,9 @@ fn apply(link: &mut Link<IpPacket>, now: Time, c: LinkChange) {
     }
 }
 
+/// Drop times kept per link.
+const MAX_DROP_TIMES: usize = 20_000;
+
 /// Reads what is waiting on the port's input into its link, stamped with the time of reading.
 fn receive(port: &mut Port, shared: &Shared, buf: &mut [u8], pool: &mut Vec<Vec<u8>>) {
     for _ in 0..port.burst {
@@ -212,9 +247,15 @@ fn receive(port: &mut Port, shared: &Shared, buf: &mut [u8], pool: &mut Vec<Vec<
                 let mut bytes = pool.pop().unwrap_or_default();
                 bytes.clear();
                 bytes.extend_from_slice(&buf[..n]);
-                let now = link_time(shared, sys::now_ns());
+                let abs = sys::now_ns();
                 // A refused packet is dropped, as on a real link; the link counts it.
-                let _ = port.link.enqueue(now, IpPacket { bytes });
+                let refused = port
+                    .link
+                    .enqueue(link_time(shared, abs), IpPacket { bytes })
+                    .is_err();
+                if refused && port.drop_times.len() < MAX_DROP_TIMES {
+                    port.drop_times.push(abs);
+                }
             }
             Ok(_) => break,
             Err(_) => {
@@ -243,6 +284,7 @@ fn release(port: &mut Port, shared: &Shared, pool: &mut Vec<Vec<u8>>) {
             continue;
         };
         port.lateness.add(now.0 - due.0);
+        *port.sizes.entry(pkt.bytes.len() as u32).or_default() += 1;
         if sys::write(port.output, &pkt.bytes).is_err() {
             port.write_errors += 1;
         }

@@ -170,4 +170,5 @@ fn udp_burst_through_the_engine_sees_rate_delay_and_queue() {
     assert!((measured / 10e6 - 1.0).abs() < 0.01, "{measured} bit/s");
     assert!(up.lateness.p99_us < 1000.0, "{:?}", up.lateness);
     assert_eq!(up.random_drops, 0);
+    assert_eq!(up.sizes, vec![(1250, n)]);
 }

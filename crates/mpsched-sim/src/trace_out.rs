@@ -228,6 +228,10 @@ impl Tracer {
                     "transmissions",
                     Column::U16(s.transmissions.drain(..n).collect()),
                 ),
+                (
+                    "retransmissions",
+                    Column::U16(s.retransmissions.drain(..n).collect()),
+                ),
                 ("t_first_sent_ns", Column::U64(first_sent)),
                 ("t_first_received_ns", Column::U64(first_rcv)),
                 ("t_delivered_ns", Column::U64(delivered)),
@@ -241,6 +245,7 @@ impl Tracer {
 fn append_sent(into: &mut SentTrace, from: &mut SentTrace) {
     into.first_sent_ns.append(&mut from.first_sent_ns);
     into.transmissions.append(&mut from.transmissions);
+    into.retransmissions.append(&mut from.retransmissions);
 }
 
 fn append_delivery(into: &mut DeliveryTrace, from: &mut DeliveryTrace) {

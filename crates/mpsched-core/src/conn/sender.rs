@@ -54,6 +54,8 @@ pub struct DataSegState {
     pub sent_on: SubflowSet,
     pub first_sent: Time,
     pub transmissions: u16,
+    /// Subflow-level TCP retransmissions of this segment (fast recovery, RTO).
+    pub retransmissions: u16,
     queued_for_reinjection: bool,
 }
 
@@ -151,6 +153,7 @@ impl DataQueue {
                 sent_on: SubflowSet::EMPTY,
                 first_sent: Time::ZERO,
                 transmissions: 0,
+                retransmissions: 0,
                 queued_for_reinjection: false,
             });
         }
@@ -340,6 +343,7 @@ impl Sender {
             if let Some(t) = self.sent_trace.as_mut() {
                 t.first_sent_ns.push(s.first_sent.as_nanos());
                 t.transmissions.push(s.transmissions);
+                t.retransmissions.push(s.retransmissions);
             }
         }
         self.data.una = target;
@@ -421,6 +425,7 @@ impl Sender {
             for s in self.data.segs.iter().take_while(|s| s.transmissions > 0) {
                 t.first_sent_ns.push(s.first_sent.as_nanos());
                 t.transmissions.push(s.transmissions);
+                t.retransmissions.push(s.retransmissions);
             }
         }
     }
@@ -485,6 +490,9 @@ impl Sender {
                     break;
                 };
                 let seg = self.subflows[i].transmit_retransmit(now, seq, self.cc.as_mut());
+                if let Some(d) = self.data.get_mut(seg.dseq) {
+                    d.retransmissions = d.retransmissions.saturating_add(1);
+                }
                 self.out.push_back(Packet::data(i as u8, seg));
             }
         }
