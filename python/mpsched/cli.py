@@ -263,18 +263,70 @@ def bench_report(seconds: float) -> dict[str, Any]:
     }
 
 
+def bench_suite(names: list[str]) -> dict[str, Any]:
+    """The fixed benchmark scenarios (a: 2 x 30 Mbit/s 60 s, b: 2 x 300 Mbit/s 600 s,
+    c: 8 x 100 Mbit/s 60 s) in this process, beside a bare event-heap loop."""
+    heap = float(api.native().bench_event_queue(5_000_000, 1024))
+    rows = json.loads(api.native().bench_scenarios(names))
+    for row in rows:
+        row["ratio_to_heap"] = row["sim_s_per_wall_s"] / heap if heap else None
+    return {"heap_mevents_per_s": heap, "scenarios": rows}
+
+
 @cli.command("bench")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
 @click.option(
     "--seconds",
     type=click.FloatRange(min=0, min_open=True),
-    default=60.0,
-    show_default=True,
+    default=None,
     metavar="S",
-    help="Simulated seconds of the default scenario.",
+    help="Instead of the fixed scenarios, the default scenario for S simulated seconds.",
 )
-def bench_command(as_json: bool, seconds: float) -> None:
-    """Measure simulator speed on the default scenario and a bare event-heap loop."""
+@click.option(
+    "--scenario",
+    "names",
+    multiple=True,
+    type=click.Choice(["a", "b", "c"]),
+    help="Run only these fixed scenarios (repeatable; default: all).",
+)
+def bench_command(as_json: bool, seconds: float | None, names: tuple[str, ...]) -> None:
+    """Measure simulator speed: fixed scenarios (or the default one) and a bare heap loop."""
+    if seconds is None:
+        suite = bench_suite(list(names))
+        if as_json:
+            click.echo(json.dumps(suite, indent=2))
+            return
+        table = Table(
+            title=f"bare heap loop: {suite['heap_mevents_per_s']:.2f} M events/s",
+            caption="; ".join(f"{r['name']}: {r['description']}" for r in suite["scenarios"]),
+        )
+        for col in (
+            "scenario",
+            "sim s",
+            "events",
+            "data pkts",
+            "loop s",
+            "sim s/s",
+            "pkts/s",
+            "peak RSS",
+            "ratio",
+        ):
+            table.add_column(col, justify="left" if col == "scenario" else "right")
+        for r in suite["scenarios"]:
+            rss = r.get("peak_rss_bytes")
+            table.add_row(
+                r["name"],
+                _num(r["simulated_s"], ",.0f"),
+                _int(r["events"]),
+                _int(r["data_packets"]),
+                _num(r["wall_s"], ",.3f"),
+                _num(r["sim_s_per_wall_s"], ",.0f"),
+                _num(r["data_packets_per_wall_s"] / 1e6, ",.2f", " M"),
+                "-" if rss is None else f"{rss / 2**20:,.0f} MiB",
+                _num(r["ratio_to_heap"], ",.1f"),
+            )
+        Console(width=max(Console().width, 110)).print(table)
+        return
     report = bench_report(seconds)
     if as_json:
         click.echo(json.dumps(report, indent=2))
