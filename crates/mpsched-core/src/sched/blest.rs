@@ -34,8 +34,9 @@
 //! Deviation: the kernel computes (n - 1) / 2 in integers, under-counting by n / 2 segments
 //! for even n; here the sum cwnd + (cwnd + 1) + ... + (cwnd + n - 1) is exact.
 
+use super::default::RcvBufOpt;
 use super::{lowest_rtt_available, Decision, Reason, SchedCtx, SchedParams, Scheduler, SubflowSet};
-use crate::cc::{CaState, INFINITE_SSTHRESH};
+use crate::cc::INFINITE_SSTHRESH;
 use crate::time::{Dur, Time};
 use crate::units::wire::MSS;
 
@@ -227,101 +228,6 @@ impl Scheduler for Blest {
             }
             None => None,
         }
-    }
-}
-
-/// The out-of-tree opportunistic retransmission with penalisation
-/// (`mptcp_rcv_buf_optimization`; Raiciu et al., NSDI 2012, sec. 4.2), as the kernel modules of
-/// BLEST (its own copy) and ECF (the default's, through `mptcp_next_segment`) run it.
-///
-/// ```text
-/// head <- left edge of the send window; cur <- the subflow about to send
-/// if now - last_penalty[cur] >= srtt[cur]:
-///     for each subflow slow != cur that carried head, slower than cur and in CA_Open:
-///         halve slow's window; last_penalty[cur] <- now
-///         (the default stops after the first; BLEST's copy halves every one)
-/// if head not yet on cur and, for the subflows that carried it,
-///    (cwnd <= 4 or 4 x srtt[cur] < srtt[them]):  send head on cur
-/// ```
-pub(super) struct RcvBufOpt {
-    penalize_all: bool,
-    /// Per subflow: when it last penalised another, set when the subflow comes up
-    /// (`last_rbuf_opti`, initialised by the module's `init`).
-    last: Vec<Option<Time>>,
-}
-
-impl RcvBufOpt {
-    pub(super) fn new(penalize_all: bool) -> RcvBufOpt {
-        RcvBufOpt {
-            penalize_all,
-            last: Vec::new(),
-        }
-    }
-
-    /// Call at the start of every decision.
-    pub(super) fn init(&mut self, ctx: &SchedCtx) {
-        let n = ctx.subflows().len();
-        if self.last.len() < n {
-            self.last.resize(n, None);
-        }
-        for v in ctx.subflows() {
-            if v.established && self.last[v.id].is_none() {
-                self.last[v.id] = Some(ctx.now);
-            }
-        }
-    }
-
-    pub(super) fn run(&mut self, ctx: &mut SchedCtx, cur: usize) -> Option<Decision> {
-        let head = ctx.data_una();
-        if head >= ctx.written_end() {
-            return None;
-        }
-        let carried = ctx.sent_on(head);
-        if carried.is_empty() {
-            return None;
-        }
-        let me = ctx.subflows()[cur];
-        let last = self.last[cur].unwrap_or(Time::ZERO);
-        if ctx.now.saturating_since(last) >= me.srtt {
-            let slower: Vec<usize> = ctx
-                .subflows()
-                .iter()
-                .filter(|v| v.id != cur && carried.contains(v.id))
-                .filter(|v| me.srtt < v.srtt && v.ca_state == CaState::Open)
-                .map(|v| v.id)
-                .collect();
-            for slow in slower {
-                ctx.penalize(slow);
-                self.last[cur] = Some(ctx.now);
-                if !self.penalize_all {
-                    break;
-                }
-            }
-        }
-        if carried.contains(cur) {
-            return None;
-        }
-        let mut do_retrans = false;
-        for v in ctx
-            .subflows()
-            .iter()
-            .filter(|v| v.id != cur && carried.contains(v.id))
-        {
-            if v.cwnd <= 4 {
-                do_retrans = true;
-                break;
-            }
-            if me.srtt * 4 >= v.srtt {
-                do_retrans = false;
-                break;
-            }
-            do_retrans = true;
-        }
-        do_retrans.then_some(Decision {
-            dseq: head,
-            subflows: SubflowSet::one(cur),
-            reason: Reason::Opportunistic,
-        })
     }
 }
 

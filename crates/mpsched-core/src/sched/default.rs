@@ -26,19 +26,66 @@ use super::{lowest_rtt_available, Decision, Reason, SchedCtx, Scheduler, Subflow
 use crate::cc::CaState;
 use crate::time::Time;
 
-#[derive(Default)]
 pub struct DefaultSched {
-    /// Per subflow: when it last penalised another (`defsched_priv.last_rbuf_opti`), set when
-    /// the subflow is first seen, as `defsched_init` does at subflow creation.
-    last_rbuf_opti: Vec<Option<Time>>,
+    rbuf: RcvBufOpt,
+}
+
+impl Default for DefaultSched {
+    fn default() -> Self {
+        DefaultSched::new()
+    }
 }
 
 impl DefaultSched {
     pub fn new() -> DefaultSched {
-        DefaultSched::default()
+        DefaultSched {
+            rbuf: RcvBufOpt::new(false),
+        }
+    }
+}
+
+/// The out-of-tree opportunistic retransmission with penalisation
+/// (`mptcp_rcv_buf_optimization`; Raiciu et al., NSDI 2012, sec. 4.2), as the kernel modules of
+/// BLEST (its own copy) and ECF (the default's, through `mptcp_next_segment`) run it.
+///
+/// ```text
+/// head <- left edge of the send window; cur <- the subflow about to send
+/// if now - last_penalty[cur] >= srtt[cur]:
+///     for each subflow slow != cur that carried head, slower than cur and in CA_Open:
+///         halve slow's window; last_penalty[cur] <- now
+///         (the default stops after the first; BLEST's copy halves every one)
+/// if head not yet on cur and, for the subflows that carried it,
+///    (cwnd <= 4 or 4 x srtt[cur] < srtt[them]):  send head on cur
+/// ```
+pub(super) struct RcvBufOpt {
+    penalize_all: bool,
+    /// Per subflow: when it last penalised another, set when the subflow comes up
+    /// (`last_rbuf_opti`, initialised by the module's `init`).
+    last: Vec<Option<Time>>,
+}
+
+impl RcvBufOpt {
+    pub(super) fn new(penalize_all: bool) -> RcvBufOpt {
+        RcvBufOpt {
+            penalize_all,
+            last: Vec::new(),
+        }
     }
 
-    fn rcv_buf_optimization(&mut self, ctx: &mut SchedCtx, cur: usize) -> Option<Decision> {
+    /// Call at the start of every decision.
+    pub(super) fn init(&mut self, ctx: &SchedCtx) {
+        let n = ctx.subflows().len();
+        if self.last.len() < n {
+            self.last.resize(n, None);
+        }
+        for v in ctx.subflows() {
+            if v.established && self.last[v.id].is_none() {
+                self.last[v.id] = Some(ctx.now);
+            }
+        }
+    }
+
+    pub(super) fn run(&mut self, ctx: &mut SchedCtx, cur: usize) -> Option<Decision> {
         let head = ctx.data_una();
         if head >= ctx.written_end() {
             return None;
@@ -47,25 +94,29 @@ impl DefaultSched {
         if carried.is_empty() {
             return None;
         }
-        let views = ctx.subflows();
-        let me = views[cur];
-        let last = self.last_rbuf_opti[cur].unwrap_or(Time::ZERO);
+        let me = ctx.subflows()[cur];
+        let last = self.last[cur].unwrap_or(Time::ZERO);
         if ctx.now.saturating_since(last) >= me.srtt {
-            let slow = views
+            let carriers: Vec<(usize, bool)> = ctx
+                .subflows()
                 .iter()
-                .find(|v| v.id != cur && carried.contains(v.id))
-                .copied();
-            if let Some(slow) = slow {
-                if me.srtt < slow.srtt && slow.ca_state == CaState::Open {
-                    ctx.penalize(slow.id);
-                    self.last_rbuf_opti[cur] = Some(ctx.now);
+                .filter(|v| v.id != cur && carried.contains(v.id))
+                .map(|v| (v.id, me.srtt < v.srtt && v.ca_state == CaState::Open))
+                .collect();
+            for (slow, penalize) in carriers {
+                if penalize {
+                    ctx.penalize(slow);
+                    self.last[cur] = Some(ctx.now);
+                }
+                // The default looks at the first subflow that carried the segment only.
+                if !self.penalize_all {
+                    break;
                 }
             }
         }
         if carried.contains(cur) {
             return None;
         }
-        // Only worth it if the subflows holding the segment are much slower or nearly stalled.
         let mut do_retrans = false;
         for v in ctx
             .subflows()
@@ -96,18 +147,11 @@ impl Scheduler for DefaultSched {
     }
 
     fn next(&mut self, ctx: &mut SchedCtx) -> Option<Decision> {
-        let n = ctx.subflows().len();
-        if self.last_rbuf_opti.len() < n {
-            self.last_rbuf_opti.resize(n, None);
-        }
-        for v in ctx.subflows() {
-            if v.established && self.last_rbuf_opti[v.id].is_none() {
-                self.last_rbuf_opti[v.id] = Some(ctx.now);
-            }
-        }
+        self.rbuf.init(ctx);
         if let Some(d) = next_reinjection(ctx) {
             return Some(d);
         }
+        let n = ctx.subflows().len();
         let cur = lowest_rtt_available(ctx.subflows(), SubflowSet::EMPTY)?;
         match ctx.first_unsent() {
             Some(dseq) if ctx.in_window(dseq) => Some(Decision {
@@ -116,8 +160,8 @@ impl Scheduler for DefaultSched {
                 reason: Reason::New,
             }),
             // Blocked by the receive window, or by a full send buffer.
-            Some(_) if n > 1 => self.rcv_buf_optimization(ctx, cur),
-            None if n > 1 && ctx.sndbuf_full() => self.rcv_buf_optimization(ctx, cur),
+            Some(_) if n > 1 => self.rbuf.run(ctx, cur),
+            None if n > 1 && ctx.sndbuf_full() => self.rbuf.run(ctx, cur),
             _ => None,
         }
     }

@@ -37,7 +37,7 @@
 //! subflow. (The kernel's `rttvar_us >> 1` is twice Linux's RTTVAR, which Linux never lets fall
 //! below 50 ms: a delta of at least 100 ms.)
 
-use super::blest::RcvBufOpt;
+use super::default::RcvBufOpt;
 use super::{lowest_rtt_available, Decision, Reason, SchedCtx, SchedParams, Scheduler, SubflowSet};
 use crate::units::wire::MSS;
 
