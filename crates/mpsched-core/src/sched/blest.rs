@@ -233,7 +233,7 @@ impl Scheduler for Blest {
 
 #[cfg(test)]
 mod tests {
-    use crate::sched::registry_a::harness::*;
+    use crate::sched::testkit::*;
     use crate::sched::SchedParams;
 
     /// 10 ms and 100 ms subflows, initial windows of 10. The fast one fills its window

@@ -138,7 +138,7 @@ impl Scheduler for BufferbloatMitigation {
 
 #[cfg(test)]
 mod tests {
-    use crate::sched::registry_a::harness::*;
+    use crate::sched::testkit::*;
     use crate::sched::{ParamValue, SchedParams};
 
     /// Subflow 0 (10 ms) has its first ACKs delayed to 200 ms and 400 ms: its srtt grows to

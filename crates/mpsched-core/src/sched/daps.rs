@@ -292,7 +292,7 @@ impl Scheduler for Daps {
 
 #[cfg(test)]
 mod tests {
-    use crate::sched::registry_a::harness::*;
+    use crate::sched::testkit::*;
     use crate::sched::SchedParams;
 
     #[test]

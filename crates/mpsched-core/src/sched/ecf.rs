@@ -189,7 +189,7 @@ impl Scheduler for Ecf {
 
 #[cfg(test)]
 mod tests {
-    use crate::sched::registry_a::harness::*;
+    use crate::sched::testkit::*;
     use crate::sched::{ParamValue, SchedParams};
 
     /// A file of `segments` over 10 ms and 100 ms subflows (srtt from the handshake,

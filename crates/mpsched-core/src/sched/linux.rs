@@ -158,8 +158,8 @@ impl Scheduler for LinuxSched {
 
 #[cfg(test)]
 mod tests {
-    use super::super::registry_b::testkit::*;
     use super::SEND_BURST_BYTES;
+    use crate::sched::testkit::*;
 
     #[test]
     fn the_subflow_that_drains_soonest_gets_the_data() {

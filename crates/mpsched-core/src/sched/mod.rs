@@ -351,4 +351,6 @@ pub fn lowest_rtt_available(views: &[SubflowView], exclude: SubflowSet) -> Optio
 }
 
 #[cfg(test)]
+mod testkit;
+#[cfg(test)]
 mod tests;

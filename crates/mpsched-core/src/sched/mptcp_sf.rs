@@ -88,7 +88,7 @@ impl Scheduler for MptcpSf {
 
 #[cfg(test)]
 mod tests {
-    use super::super::registry_b::testkit::*;
+    use crate::sched::testkit::*;
     use crate::sched::ParamValue;
 
     fn setup(rtts: Vec<u64>, total: Option<u64>) -> Setup {

@@ -258,7 +258,7 @@ impl Scheduler for Otias {
 
 #[cfg(test)]
 mod tests {
-    use super::super::registry_b::testkit::*;
+    use crate::sched::testkit::*;
     use crate::sched::ParamValue;
 
     /// Two subflows, 10 ms and 100 ms, initial windows of 10: what goes out at the start.

@@ -101,7 +101,7 @@ impl Scheduler for Redundant {
 
 #[cfg(test)]
 mod tests {
-    use crate::sched::registry_a::harness::*;
+    use crate::sched::testkit::*;
     use crate::sched::SchedParams;
 
     #[test]

@@ -319,9 +319,9 @@ impl Scheduler for Stms {
 
 #[cfg(test)]
 mod tests {
-    use super::super::registry_b::testkit::*;
     use super::{PerSubflow, Stms, StmsVariant};
     use crate::conn::Sender;
+    use crate::sched::testkit::*;
     use crate::sched::{Scheduler, SubflowSet};
     use crate::time::Dur;
 

@@ -1,59 +1,17 @@
 //! The foundation's schedulers, driven through the sans-IO sender: packets out, ACKs in.
 
-use crate::cc::CcKind;
-use crate::conn::sender::SubflowConfig;
-use crate::conn::{Sender, SenderConfig};
-use crate::packet::{Ack, Packet, Payload, SackBlock, MAX_SACK_BLOCKS};
-use crate::sched;
-use crate::time::{Dur, Time};
-use crate::units::{wire::MSS, Bytes};
-
-const MSS64: u64 = MSS as u64;
+use crate::sched::testkit::{ack, drain, sender_with};
+use crate::sched::SchedParams;
+use crate::time::Time;
 
 /// A sender over two subflows with handshake RTTs of 10 ms and 100 ms, both up at time 0.
-fn sender(scheduler: &str, rwnd_segments: u64) -> Sender {
-    let sf = |ms| SubflowConfig {
-        established_at: Time::ZERO,
-        handshake_rtt: Dur::from_millis(ms),
-        backup: false,
-    };
-    Sender::new(
-        SenderConfig {
-            mptcp: true,
-            sndbuf: Bytes(64 << 20),
-            initial_rwnd: Bytes(rwnd_segments * MSS64),
-            total: None,
-            subflows: vec![sf(10), sf(100)],
-            trace: false,
-        },
-        CcKind::Reno.build(),
-        sched::build(scheduler, &sched::SchedParams::new()).unwrap(),
-        Time::ZERO,
-    )
-}
-
-/// (subflow, subflow seq, data seq) of every packet the sender has queued.
-fn drain(s: &mut Sender) -> Vec<(u8, u64, u64)> {
-    std::iter::from_fn(|| s.poll_transmit())
-        .map(|p| match p.payload {
-            Payload::Data(d) => (p.subflow, d.seq, d.dseq),
-            Payload::Ack(_) => unreachable!(),
-        })
-        .collect()
-}
-
-fn ack(subflow: u8, cum: u64, data_ack: u64, rwnd_segments: u64) -> Packet {
-    Packet::ack(
-        subflow,
-        Ack {
-            ack: cum,
-            sack: [SackBlock { start: 0, end: 0 }; MAX_SACK_BLOCKS],
-            sack_len: 0,
-            data_ack,
-            rwnd: rwnd_segments * MSS64,
-            ts_ecr: Time::ZERO,
-        },
-        true,
+fn sender(scheduler: &str, rwnd_segments: u64) -> crate::conn::Sender {
+    sender_with(
+        scheduler,
+        &SchedParams::new(),
+        &[10, 100],
+        rwnd_segments,
+        None,
     )
 }
 
@@ -90,7 +48,7 @@ fn rr_alternates_between_subflows() {
 /// ACKed (Data ACK 10) and the fast subflow, its window now 20, sends 15..25; then the window
 /// is blocked, the left edge (data segment 10) being on the slow subflow. Returns what the
 /// sender sent after that ACK.
-fn blocked_behind_the_slow_subflow(scheduler: &str) -> (Sender, Vec<(u8, u64, u64)>) {
+fn blocked_behind_the_slow_subflow(scheduler: &str) -> (crate::conn::Sender, Vec<(u8, u64, u64)>) {
     let mut s = sender(scheduler, 15);
     s.start(Time::ZERO);
     let out = drain(&mut s);

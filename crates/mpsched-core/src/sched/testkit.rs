@@ -1,0 +1,130 @@
+//! Drives a `Sender` through the sans-IO API, for the unit tests of the schedulers.
+
+use crate::cc::CcKind;
+use crate::conn::sender::SubflowConfig;
+use crate::conn::{Sender, SenderConfig};
+use crate::packet::{Ack, Packet, Payload, SackBlock, MAX_SACK_BLOCKS};
+use crate::sched::{self, ParamValue, SchedParams};
+use crate::time::{Dur, Time};
+use crate::units::{wire::MSS, Bytes};
+
+pub const MSS64: u64 = MSS as u64;
+
+pub struct Setup {
+    /// Handshake RTT of each subflow in ms.
+    pub rtts_ms: Vec<u64>,
+    pub backup: Vec<bool>,
+    pub rwnd_segments: u64,
+    pub sndbuf_segments: u64,
+    pub total_bytes: Option<u64>,
+    pub params: Vec<(&'static str, ParamValue)>,
+}
+
+impl Default for Setup {
+    fn default() -> Setup {
+        Setup {
+            rtts_ms: vec![10, 100],
+            backup: vec![],
+            rwnd_segments: 1000,
+            sndbuf_segments: 1000,
+            total_bytes: None,
+            params: vec![],
+        }
+    }
+}
+
+/// A sender over subflows with the given handshake RTTs, all up at time 0, Reno.
+pub fn sender(scheduler: &str, s: Setup) -> Sender {
+    sender_params(scheduler, s, SchedParams::new())
+}
+
+/// The same, with scheduler parameters given as `SchedParams` as well.
+pub fn sender_params(scheduler: &str, s: Setup, mut params: SchedParams) -> Sender {
+    let subflows = s
+        .rtts_ms
+        .iter()
+        .enumerate()
+        .map(|(i, &ms)| SubflowConfig {
+            established_at: Time::ZERO,
+            handshake_rtt: Dur::from_millis(ms),
+            backup: s.backup.get(i).copied().unwrap_or(false),
+        })
+        .collect();
+    for (k, v) in s.params {
+        params.insert(k, v);
+    }
+    Sender::new(
+        SenderConfig {
+            mptcp: true,
+            sndbuf: Bytes(s.sndbuf_segments * MSS64),
+            initial_rwnd: Bytes(s.rwnd_segments * MSS64),
+            total: s.total_bytes.map(Bytes),
+            subflows,
+            trace: true,
+        },
+        CcKind::Reno.build(),
+        sched::build(scheduler, &params).unwrap(),
+        Time::ZERO,
+    )
+}
+
+/// (subflow, subflow seq, data seq) of every packet the sender has queued.
+pub fn drain(s: &mut Sender) -> Vec<(u8, u64, u64)> {
+    std::iter::from_fn(|| s.poll_transmit())
+        .map(|p| match p.payload {
+            Payload::Data(d) => (p.subflow, d.seq, d.dseq),
+            Payload::Ack(_) => unreachable!(),
+        })
+        .collect()
+}
+
+pub fn ack(subflow: u8, cum: u64, data_ack: u64, rwnd_segments: u64) -> Packet {
+    Packet::ack(
+        subflow,
+        Ack {
+            ack: cum,
+            sack: [SackBlock { start: 0, end: 0 }; MAX_SACK_BLOCKS],
+            sack_len: 0,
+            data_ack,
+            rwnd: rwnd_segments * MSS64,
+            ts_ecr: Time::ZERO,
+        },
+        true,
+    )
+}
+
+pub fn ms(t: u64) -> Time {
+    Time(t * 1_000_000)
+}
+
+pub fn on(out: &[(u8, u64, u64)], sf: u8) -> Vec<u64> {
+    out.iter().filter(|x| x.0 == sf).map(|x| x.2).collect()
+}
+
+/// Numeric scheduler parameters.
+pub fn params(kv: &[(&str, f64)]) -> SchedParams {
+    kv.iter().fold(SchedParams::new(), |p, &(k, v)| {
+        p.with(k, ParamValue::Num(v))
+    })
+}
+
+/// A Reno sender over subflows with the given handshake RTTs, all up at time 0.
+pub fn sender_with(
+    scheduler: &str,
+    p: &SchedParams,
+    rtts_ms: &[u64],
+    rwnd_segments: u64,
+    total_bytes: Option<u64>,
+) -> Sender {
+    sender_params(
+        scheduler,
+        Setup {
+            rtts_ms: rtts_ms.to_vec(),
+            rwnd_segments,
+            sndbuf_segments: (64 << 20) / MSS64,
+            total_bytes,
+            ..Setup::default()
+        },
+        p.clone(),
+    )
+}
