@@ -673,6 +673,10 @@ def summarize(
                     "peer_window": _last(tx, "snd_wnd"),
                     "receiver_window": _last(rx, "rcv_wnd"),
                     "receiver_ooo_packets": _sum(rx, "rcv_ooopack"),
+                    "payload_per_packet": None
+                    if not packets
+                    else (_sum(tx, "bytes_sent") or 0) / packets,
+                    "link_packet_sizes": down.get("sizes"),
                     "link_delivered_packets": down.get("delivered"),
                     "link_backlog_bytes": down.get("backlog_bytes"),
                 },
@@ -716,6 +720,10 @@ def summarize(
             "tlp_probes": srv.get("TcpExtTCPLossProbes"),
             "spurious_rtos": srv.get("TcpExtTCPSpuriousRTOs"),
             "dsacks_received": srv.get("TcpExtTCPDSACKRecv"),
+            "hystart_train_exits": srv.get("TcpExtTCPHystartTrainDetect"),
+            "hystart_train_cwnd": srv.get("TcpExtTCPHystartTrainCwnd"),
+            "hystart_delay_exits": srv.get("TcpExtTCPHystartDelayDetect"),
+            "hystart_delay_cwnd": srv.get("TcpExtTCPHystartDelayCwnd"),
             "receiver_ofo_queued": cli.get("TcpExtTCPOFOQueue"),
             "receiver_prune_drops": _opt_sum(cli, "TcpExtPruneCalled", "TcpExtRcvPruned"),
             "mptcp_counters": {
@@ -731,7 +739,12 @@ def summarize(
             "user_s": report.get("user_s"),
             "sys_s": report.get("sys_s"),
             "lateness_us": report.get("lateness"),
-            "links": [ln for t in report.get("threads", []) for ln in t["links"]],
+            # Drop times stay in the raw report (emulate(raw_dir=...), --out).
+            "links": [
+                {k: v for k, v in ln.items() if k != "drop_times_ms"}
+                for t in report.get("threads", [])
+                for ln in t["links"]
+            ],
         },
     }
 

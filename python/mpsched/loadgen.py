@@ -255,6 +255,28 @@ def _acked(sock: socket.socket, protocol: str) -> bool:
     return info.get("unacked") == 0 and info.get("notsent_bytes") == 0
 
 
+SAMPLED = ("snd_cwnd", "snd_ssthresh", "rtt_us", "snd_wnd", "bytes_sent", "total_retrans",
+           "unacked", "ca_state", "notsent_bytes", "pacing_rate")  # fmt: skip
+
+
+def _sample(sock: socket.socket, protocol: str, t: float) -> list[Any]:
+    """The sender's view of each subflow now: [t, [[remote, cwnd, ssthresh, ...], ...]]."""
+    try:
+        if protocol == "tcp":
+            infos = [tcp_info(sock)]
+            remotes: list[str | None] = [None]
+        else:
+            infos = subflow_tcp_info(sock)
+            remotes = [remote for _, remote in subflow_addrs(sock)]
+    except OSError:
+        return [round(t, 4), []]
+    rows = [
+        [remote, *(info.get(k) for k in SAMPLED)]
+        for remote, info in zip(remotes, infos, strict=False)
+    ]
+    return [round(t, 4), rows]
+
+
 def serve(args: argparse.Namespace) -> dict[str, Any]:
     listener = _socket(args.protocol, args.congestion)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -272,9 +294,15 @@ def serve(args: argparse.Namespace) -> dict[str, Any]:
     total = args.size if args.workload == "file" else None
     sent = 0
     error = None
+    samples: list[list[Any]] = []
+    next_sample = time.monotonic_ns()
     try:
         while (now := time.monotonic_ns()) < deadline and (total is None or sent < total):
-            _, writable, _ = select.select([], [conn], [], min(0.05, (deadline - now) / 1e9))
+            if now >= next_sample:
+                samples.append(_sample(conn, args.protocol, (now - args.epoch) / 1e9))
+                next_sample += args.sample
+            wait = min(0.05, (min(deadline, next_sample) - now) / 1e9)
+            _, writable, _ = select.select([], [conn], [], max(0.0, wait))
             if writable:
                 want = len(chunk) if total is None else min(len(chunk), total - sent)
                 with contextlib.suppress(BlockingIOError):
@@ -307,6 +335,7 @@ def serve(args: argparse.Namespace) -> dict[str, Any]:
         "done_s": done,
         "app_bytes_sent": sent,
         "congestion_in_use": congestion,
+        "samples": samples,
         "error": error,
         **(stats or {"mptcp": None, "subflows": []}),
     }
