@@ -265,9 +265,10 @@ def test_rate_is_the_configured_rate(probe: Path) -> None:
         stats = link_stats(bed)
     assert len(got) == 1500 and stats["queue_drops"] == 0
     assert {length for *_, length in got} == {1472}
-    first, last = got[0][2], got[-1][2]
-    rate = (len(got) - 1) * 1500 * 8 / ((last - first) / 1e9)
-    assert abs(rate / 30e6 - 1) < 0.01, rate
+    # From the 50th packet on: the sink's first wake-up is late, then it catches up.
+    first, last = got[50][2], got[-1][2]
+    rate = (len(got) - 51) * 1500 * 8 / ((last - first) / 1e9)
+    assert abs(rate / 30e6 - 1) < 0.002, rate
     lateness = stats["lateness"]
     assert lateness["p99_us"] < 1000, lateness
 
