@@ -276,7 +276,7 @@ def _write(out: Path, meta: dict[str, Any], sweep: Sweep, runs: dict[str, Any]) 
     rows = aggregate(sweep.points, runs)
     report = {"meta": meta, "rows": rows, "runs": runs}
     tmp = out / "report.json.tmp"
-    tmp.write_text(json.dumps(report, indent=1) + "\n")
+    tmp.write_text(json.dumps(report, separators=(",", ":")) + "\n")
     tmp.replace(out / "report.json")
     (out / "report.md").write_text(render(meta, rows))
     return report
