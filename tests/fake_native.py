@@ -24,6 +24,9 @@ _KEYS = {
     "congestion",
     "sndbuf_bytes",
     "rcvbuf_bytes",
+    "rcvbuf_initial_bytes",
+    "rcvbuf_autotune",
+    "window_ratio",
     "workload",
     "paths",
 }

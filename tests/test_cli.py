@@ -87,6 +87,7 @@ def bad_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
         (["run", "--set", "path.wifi.loss=1.5"], "path[0].loss ('wifi')"),
         (["run", "--set", "path.wifi.loss=-0.5"], "path[0].loss ('wifi')"),
         (["run", "--set", "connection.congestion=bbr"], "connection.congestion: unknown"),
+        (["run", "--set", "connection.window_ratio=2"], "connection.window_ratio: window_ratio"),
         (["run", "--set", "connection.schedulr=rr"], "--set connection.schedulr: unknown key"),
         (["run", "--set", "path.umts.rtt=1ms"], "--set path.umts.rtt: no path named 'umts'"),
         (["run", "--set", "noequals"], "--set 'noequals': expected KEY=VALUE"),

@@ -1,8 +1,8 @@
 """Every metric checked on a run whose answer is known by hand (the real simulator).
 
-Notation: a path has one-way delay ``D`` (data direction) and rate ``R``; a full packet (1448
-payload + 52 header bytes) takes ``T = 1500 * 8 / R`` to serialize. A segment sent at ``s``
-into an empty queue reaches the client at ``s + T + D``.
+Notation: a path has one-way delay ``D`` (data direction) and rate ``R``; a full packet (1424
+MPTCP or 1448 TCP payload bytes and the headers) takes ``T = 1500 * 8 / R`` to serialize. A
+segment sent at ``s`` into an empty queue reaches the client at ``s + T + D``.
 """
 
 from __future__ import annotations
@@ -17,8 +17,6 @@ import pytest
 import mpsched
 from mpsched import traces
 from mpsched.scheduler import MinRtt
-
-MSS = traces.MSS_BYTES
 
 ONE_PATH = """
 duration = "3s"
@@ -134,7 +132,8 @@ def test_delivery_times_follow_from_send_times(fixture: str, request) -> None:
         mine = np.flatnonzero(seg["subflow"].to_numpy() == sf)
         free = 0
         for i in mine[np.lexsort((dseq[mine], sent[mine]))]:
-            wire = int(seg["len_bytes"].iat[i]) + traces.HEADER_BYTES
+            header = traces.data_header_bytes(result.scenario["protocol"])
+            wire = int(seg["len_bytes"].iat[i]) + header
             free = max(int(sent[i]), free) + -(-wire * 8 * 10**9 // rate)
             arrival[i] = free + delay
     assert (arrival == ints(seg, "t_first_received_ns")).all()
@@ -233,7 +232,7 @@ def test_transmissions_count_connection_level_copies() -> None:
     result = mpsched.run(None, trace=True, duration="10s", rcvbuf="256KB")
     summary, seg = result.summary, result.segments
     copies = summary["opportunistic_retransmits"] + summary["reinjections"]
-    assert summary["opportunistic_retransmits"] > 10
+    assert summary["opportunistic_retransmits"] > 5
     assert summary["penalizations"] > 0
     assert int((seg["transmissions"] - 1).sum()) == copies
     assert (
@@ -251,7 +250,7 @@ def test_data_ack_steps(lossy: mpsched.Result) -> None:
     step = ints(acks, "data_ack_step_bytes")
     cumulative = np.maximum.accumulate(ints(acks, "data_ack_bytes"))
     assert (np.cumsum(step) == cumulative).all()  # each step is the cumulative ACK's advance
-    moved = step[step > 0] / MSS
+    moved = step[step > 0] / traces.mss_bytes(lossy.scenario["protocol"])
     summary = lossy.summary["data_ack_step_segments"]
     assert summary["mean"] == pytest.approx(moved.mean())
     assert summary["max"] == moved.max()
@@ -456,3 +455,44 @@ def test_cli_out_options(run_cli, tmp_path: Path) -> None:
     assert bad.code == 2 and bad.err.startswith("error: --sample-interval: must be > 0")
     bad = run_cli("run", "--sample-interval", "10")
     assert bad.code == 2 and bad.err.startswith("error: --sample-interval: ")
+
+
+# --- the receive window -----------------------------------------------------------------------
+
+WINDOW_RUN = """
+duration = "4s"
+[connection]
+scheduler = "minrtt"
+rcvbuf = "1MiB"
+[[path]]
+name = "only"
+rate = "50Mbps"
+rtt = "40ms"
+queue = "4MiB"
+"""
+
+
+@pytest.mark.parametrize(
+    ("overrides", "window"),
+    [
+        # Linux 6.x: 1424 bytes of payload per 2304-byte buffer of a 1500-byte packet -> the
+        # scaling ratio 158/256, which this machine's kernel advertises (docs/calibration).
+        ({}, 2**20 * 158 // 256),
+        ({"connection.window_ratio": 0.5}, 2**19),  # Linux < 6.5: tcp_adv_win_scale = 1
+        ({"connection.window_ratio": 1.0, "connection.rcvbuf_autotune": False}, 2**20),
+    ],
+)
+def test_the_window_is_the_buffer_times_the_ratio(overrides: dict, window: int) -> None:
+    result = mpsched.run(WINDOW_RUN, trace=True, **overrides)
+    conn = result.connection
+    rcvbuf = ints(conn, "rcvbuf_bytes")
+    assert (np.diff(rcvbuf) >= 0).all()  # autotuning only grows the buffer
+    if overrides.get("connection.rcvbuf_autotune") is False:
+        assert (rcvbuf == 2**20).all()
+    else:
+        assert rcvbuf[0] == 128 * 1024 and rcvbuf[-1] == 2**20
+    # Lossless and read at once: nothing is held, so the window opens to the whole share.
+    assert conn["reorder_bytes"].max() == 0
+    assert conn["rwnd_bytes"].max() == window
+    # The first window is the handshake's (at most 65,535 bytes unscaled).
+    assert conn["rwnd_bytes"].iloc[0] <= 65_535

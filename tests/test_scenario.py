@@ -26,6 +26,9 @@ STMS_NATIVE: dict[str, Any] = {
     "congestion": "cubic",
     "sndbuf_bytes": 6 * 2**20,
     "rcvbuf_bytes": 6 * 2**20,
+    "rcvbuf_initial_bytes": 128 * 2**10,
+    "rcvbuf_autotune": True,
+    "window_ratio": None,
     "workload": {"kind": "bulk"},
     "paths": [
         {
@@ -272,6 +275,11 @@ def test_set_values_are_toml_when_they_parse() -> None:
         ({"path.wifi.delay_up": "-1ms"}, "path[0].delay_up ('wifi'): delay_up must be >= 0"),
         ({"connection.sndbuf": "6MB6"}, "connection.sndbuf: bad size '6MB6'"),
         ({"connection.rcvbuf": 0}, "connection.rcvbuf: rcvbuf must be > 0, got 0"),
+        ({"connection.rcvbuf_initial": "0B"}, "connection.rcvbuf_initial: rcvbuf_initial must"),
+        ({"connection.rcvbuf_autotune": "yes"}, "connection.rcvbuf_autotune: rcvbuf_autotune must"),
+        ({"connection.window_ratio": 0}, "connection.window_ratio: window_ratio must be in (0, 1]"),
+        ({"connection.window_ratio": 1.5}, "connection.window_ratio: window_ratio must be in (0"),
+        ({"connection.window_ratio": "half"}, "connection.window_ratio: window_ratio must be a"),
         ({"connection.scheduler": "nope"}, "connection.scheduler: unknown scheduler 'nope'"),
         ({"connection.congestion": "bbr"}, "connection.congestion: unknown congestion 'bbr'"),
         ({"connection.protocol": "udp"}, "connection.protocol: unknown protocol 'udp'"),

@@ -260,8 +260,10 @@ class Testbed:
         threads: str = "per_direction",
         rt_priority: int = 10,
         kernel_scheduler: str = "default",
+        window_trace: int = 0,
     ) -> None:
         self.config = dict(config)
+        self.window_trace = window_trace
         self.paths = list(self.config["paths"])
         self.protocol = str(self.config["protocol"])
         self.run_id = secrets.token_hex(3)
@@ -398,6 +400,7 @@ class Testbed:
             "spin_us": self.spin_us,
             "threads": self.threads,
             "rt_priority": self.rt_priority,
+            "window_trace": self.window_trace,
         }
         path = self._tmp / "emulator.json"
         path.write_text(json.dumps(cfg))
@@ -790,13 +793,16 @@ def emulate(
     threads: str = "per_direction",
     rt_priority: int = 10,
     raw_dir: Path | None = None,
+    window_trace: bool = False,
 ) -> dict[str, Any]:
     """Run a scenario on the kernel over emulated paths and return its summary.
 
     ``scenario`` is a loaded :class:`Scenario`, a normalized dict (:func:`to_native`) or a
     source for :func:`load`. ``kernel_scheduler`` overrides the scenario's scheduler name for
     ``net.mptcp.scheduler``. ``raw_dir`` receives the raw measurements (client, server,
-    emulator report, counters).
+    emulator report, counters). ``window_trace`` records the receive window of every ACK the
+    client sends (the emulator reads it from the headers) into ``raw_dir/windows.parquet``
+    (:func:`window_table`).
     """
     if isinstance(scenario, Scenario):
         config = to_native(scenario)
@@ -816,6 +822,7 @@ def emulate(
         threads=threads,
         rt_priority=rt_priority,
         kernel_scheduler=sched,
+        window_trace=WINDOW_TRACE_ROWS if window_trace else 0,
     ) as bed:
         server = _loadgen(bed, "server")
         assert server.stdout is not None
@@ -836,6 +843,7 @@ def emulate(
         server_out = _result(server, "load generator (server)", 15.0)
         counters = {"server": bed.nstat(bed.server_ns), "client": bed.nstat(bed.client_ns)}
         report = bed.stop_emulator()
+    windows = _pop_windows(report)
     summary = summarize(
         config,
         client_out,
@@ -854,7 +862,79 @@ def emulate(
             ("counters", counters),
         ):
             (raw_dir / f"{name}.json").write_text(json.dumps(data, indent=1) + "\n")
+        if window_trace:
+            import pyarrow.parquet as pq
+
+            pq.write_table(window_table(windows, config), raw_dir / "windows.parquet")
     return summary
+
+
+# Rows of the window trace per up link: an ACK every other segment at 100 Mbit/s for 10 min.
+WINDOW_TRACE_ROWS = 3_000_000
+
+
+def _pop_windows(report: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    """Takes the up links' window traces out of the emulator's report: (path, trace)."""
+    out = []
+    for thread in report.get("threads", []):
+        for link in thread.get("links", []):
+            trace = link.pop("windows", None)
+            if trace is not None:
+                out.append((int(link["path"]), trace))
+    return out
+
+
+def window_table(windows: list[tuple[int, dict[str, Any]]], config: Mapping[str, Any]) -> Any:
+    """The client's advertised windows as an Arrow table, one row per segment it sent.
+
+    Columns: ``t_ns`` (when it entered the up link, since the epoch), ``path`` (name),
+    ``window_bytes`` (scaled), ``data_ack_bytes`` (the MPTCP Data ACK relative to the first one
+    seen, 32-bit Data ACKs unwrapped; null without a Data ACK) and ``right_edge_bytes``
+    (``data_ack_bytes + window_bytes``: what the simulator's ``rwnd_bytes`` adds to its Data
+    ACK). Rows are in time order.
+    """
+    import pyarrow as pa
+
+    names = [p["name"] for p in config["paths"]]
+    rows: list[tuple[int, str, int, int | None]] = []
+    for path, tr in windows:
+        for t, w, da, wide in zip(
+            tr["t_ns"], tr["window_bytes"], tr["data_ack"], tr["data_ack_wide"], strict=True
+        ):
+            rows.append((t, names[path], w, None if da == 2**64 - 1 else (da, wide)))
+    rows.sort(key=lambda r: r[0])
+    base: int | None = None
+    last = 0
+    data_ack: list[int | None] = []
+    for _, _, _, da in rows:
+        if da is None:
+            data_ack.append(None)
+            continue
+        value, wide = da
+        if not wide:
+            # A 32-bit Data ACK: the 64-bit value nearest the last one (RFC 8684 3.3.1).
+            full = (last & ~0xFFFFFFFF) | value
+            if full < last - 2**31:
+                full += 2**32
+            elif full > last + 2**31 and full >= 2**32:
+                full -= 2**32
+            value = full
+        if base is None:
+            base = value
+        last = value
+        data_ack.append(value - base)
+    return pa.table(
+        {
+            "t_ns": pa.array([r[0] for r in rows], pa.int64()),
+            "path": pa.array([r[1] for r in rows], pa.string()),
+            "window_bytes": pa.array([r[2] for r in rows], pa.int64()),
+            "data_ack_bytes": pa.array(data_ack, pa.int64()),
+            "right_edge_bytes": pa.array(
+                [None if d is None else d + r[2] for d, r in zip(data_ack, rows, strict=True)],
+                pa.int64(),
+            ),
+        }
+    )
 
 
 # --- the command ---
@@ -927,6 +1007,11 @@ def _print(summary: Mapping[str, Any], config: Mapping[str, Any]) -> None:
     show_default=True,
     help="Emulator threads: one per direction, or one for all links.",
 )
+@click.option(
+    "--window-trace",
+    is_flag=True,
+    help="Record the window of every ACK the client sends (needs --out): raw/windows.parquet.",
+)
 def emulate_command(
     file: str | None,
     sets: tuple[str, ...],
@@ -936,6 +1021,7 @@ def emulate_command(
     rt_priority: int,
     spin_us: int,
     threads: str,
+    window_trace: bool,
 ) -> None:
     """Run the scenario FILE on the Linux kernel over emulated paths (needs root).
 
@@ -945,6 +1031,8 @@ def emulate_command(
     """
     scenario = load(file, parse_set(sets), label="--set")
     config = to_native(scenario)
+    if window_trace and out is None:
+        raise ScenarioError("--window-trace: needs --out DIR (it writes DIR/raw/windows.parquet)")
     try:
         summary = emulate(
             config,
@@ -953,6 +1041,7 @@ def emulate_command(
             threads=threads,
             rt_priority=rt_priority,
             raw_dir=None if out is None else out / "raw",
+            window_trace=window_trace,
         )
     except TestbedError as exc:
         raise click.ClickException(str(exc)) from None

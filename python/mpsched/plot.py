@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import traces
-from .traces import MSS_BYTES, SSTHRESH_INFINITE, Run, load_run
+from .traces import SSTHRESH_INFINITE, Run, load_run, mss_bytes
 
 if TYPE_CHECKING:
     import numpy as np
@@ -327,7 +327,8 @@ def plot_data_ack(runs: Sequence[Run], labels: Sequence[str]) -> Figure | None:
         axes["zoom"].plot(x, y / 1e6, color=color, drawstyle="steps-post", label=labels[r])
         step = f["data_ack_step_bytes"].to_numpy()
         moved = step > 0
-        ts, steps = t[moved], step[moved] / MSS_BYTES
+        mss = mss_bytes(runs[r].scenario.get("protocol", "mptcp"))
+        ts, steps = t[moved], step[moved] / mss
         if len(steps) > MAX_SCATTER:  # keep every large step, thin out the small ones
             sampled = True
             big = steps >= np.quantile(steps, 0.99)
@@ -344,7 +345,7 @@ def plot_data_ack(runs: Sequence[Run], labels: Sequence[str]) -> Figure | None:
             label=labels[r],
             rasterized=True,
         )
-        xs, ps = traces.cdf(step[moved] / MSS_BYTES)
+        xs, ps = traces.cdf(step[moved] / mss)
         axes["cdf"].step(xs, ps, where="post", color=color, label=labels[r])
     axes["progress"].set_title("cumulative Data ACK at the server")
     axes["progress"].set_ylabel("Data ACK (MB)")

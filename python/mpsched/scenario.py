@@ -94,6 +94,22 @@ def _convert_probability(value: object, info: ValidationInfo) -> object:
     return float(value)
 
 
+def _convert_ratio(value: object, info: ValidationInfo) -> object:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{info.field_name} must be a number in (0, 1], got {value!r}")  # noqa: TRY004
+    if not 0.0 < value <= 1.0:
+        raise ValueError(f"{info.field_name} must be in (0, 1], got {value!r}")
+    return float(value)
+
+
+def _convert_bool(value: object, info: ValidationInfo) -> object:
+    if not isinstance(value, bool):
+        raise ValueError(f"{info.field_name} must be true or false, got {value!r}")  # noqa: TRY004
+    return value
+
+
 def _choice(options: tuple[str, ...]) -> BeforeValidator:
     def check(value: object, info: ValidationInfo) -> object:
         if value not in options:
@@ -141,6 +157,8 @@ OptionalSize = Annotated[int | None, _quantity(parse_size, 1, optional=True)]
 Queue = Annotated[QueueLimit, BeforeValidator(_convert_queue)]
 OptionalQueue = Annotated[QueueLimit | None, BeforeValidator(_convert_queue)]
 Probability = Annotated[float, BeforeValidator(_convert_probability)]
+OptionalRatio = Annotated[float | None, BeforeValidator(_convert_ratio)]
+Flag = Annotated[bool, BeforeValidator(_convert_bool)]
 Seed = Annotated[int, BeforeValidator(_convert_seed)]
 Name = Annotated[str, BeforeValidator(_convert_name)]
 NonEmptyString = Annotated[str, BeforeValidator(_convert_string)]
@@ -164,6 +182,9 @@ class Connection(_Model):
     )
     sndbuf: PositiveSize = "6MiB"  # type: ignore[assignment]
     rcvbuf: PositiveSize = "6MiB"  # type: ignore[assignment]
+    rcvbuf_initial: PositiveSize = "128KiB"  # type: ignore[assignment]
+    rcvbuf_autotune: Flag = True
+    window_ratio: OptionalRatio = None
     paths: list[Name] | None = None
     scheduler_params: dict[str, Param] = Field(default_factory=dict)
 
@@ -619,6 +640,9 @@ def to_native(scenario: Scenario) -> dict[str, Any]:
         "congestion": connection.congestion,
         "sndbuf_bytes": connection.sndbuf,
         "rcvbuf_bytes": connection.rcvbuf,
+        "rcvbuf_initial_bytes": connection.rcvbuf_initial,
+        "rcvbuf_autotune": connection.rcvbuf_autotune,
+        "window_ratio": connection.window_ratio,
         "workload": workload,
         "paths": [_path(p) for p in scenario.selected_paths()],
     }

@@ -2,8 +2,9 @@
 
 The simulator emits six tables (see ``docs/traces.md``). Units are in the column names: ``_ns``
 nanoseconds of simulated time, ``_bytes`` bytes, ``_segments`` segments (packets of up to one
-MSS, 1448 payload bytes). Subflows are numbered in the order of the scenario's selected paths;
-``summary.json`` (``subflows[i].name``) gives their names.
+MSS: 1448 payload bytes for TCP, 1424 for MPTCP, whose DSS option takes 24 bytes). Subflows
+are numbered in the order of the scenario's selected paths; ``summary.json``
+(``subflows[i].name``) gives their names.
 
 A run directory written by ``mpsched run --out DIR`` (or ``mpsched.run(..., out=DIR)``) holds
 ``summary.json``, ``scenario.json`` and ``TABLE.parquet`` for every table. :func:`load_run`
@@ -26,6 +27,7 @@ if TYPE_CHECKING:  # imported when used, so that `import mpsched` stays fast
 
 __all__ = [
     "HEADER_BYTES",
+    "MPTCP_MSS_BYTES",
     "MSS_BYTES",
     "MTU_BYTES",
     "SSTHRESH_INFINITE",
@@ -34,9 +36,11 @@ __all__ = [
     "ParquetSink",
     "Run",
     "cdf",
+    "data_header_bytes",
     "empty_table",
     "link_rate_bps",
     "load_run",
+    "mss_bytes",
     "queue_limit_bytes",
     "rates",
     "schema_markdown",
@@ -45,7 +49,10 @@ __all__ = [
 ]
 
 MSS_BYTES = 1448
-"""Payload bytes of a full segment (1500-byte packets with TCP timestamps)."""
+"""Payload bytes of a full TCP segment (1500-byte packets with TCP timestamps)."""
+
+MPTCP_MSS_BYTES = 1424
+"""Payload bytes of a full MPTCP segment: its DSS option (mapping and Data ACK) takes 24."""
 
 SSTHRESH_INFINITE = 2_147_483_647
 """``ssthresh_segments`` before the first loss (slow start has no threshold yet)."""
@@ -54,6 +61,16 @@ HEADER_BYTES = 52
 """IPv4 + TCP + timestamp option bytes of every packet; a full data packet is 1500 bytes."""
 
 MTU_BYTES = MSS_BYTES + HEADER_BYTES
+
+
+def mss_bytes(protocol: str) -> int:
+    """Payload bytes of a full data segment of ``protocol`` (``"tcp"`` or ``"mptcp"``)."""
+    return MPTCP_MSS_BYTES if protocol == "mptcp" else MSS_BYTES
+
+
+def data_header_bytes(protocol: str) -> int:
+    """Header bytes of a data packet of ``protocol``: a full one is 1500 bytes either way."""
+    return MTU_BYTES - mss_bytes(protocol)
 
 
 class Column(NamedTuple):
@@ -196,6 +213,12 @@ TABLES: dict[str, tuple[str, tuple[Column, ...]]] = {
                 "u64",
                 "byte",
                 "receive buffer in use: received, not yet delivered (STMS sec. 3.2)",
+            ),
+            Column(
+                "rcvbuf_bytes",
+                "u64",
+                "byte",
+                "receive buffer size (memory; Linux autotuning grows it up to rcvbuf)",
             ),
             Column("rwnd_bytes", "u64", "byte", "receive window the client advertises"),
             Column(

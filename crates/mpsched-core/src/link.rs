@@ -230,8 +230,10 @@ mod tests {
                 dseq: seq,
                 len,
                 ts_val: Time::ZERO,
+                ts_ecr: Time::ZERO,
                 probe: false,
             },
+            false,
         )
     }
 

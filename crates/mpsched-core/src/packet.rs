@@ -28,6 +28,9 @@ pub struct DataSeg {
     pub len: u32,
     /// TSval (RFC 7323): the send time.
     pub ts_val: Time,
+    /// TSecr: the TSval of the peer's latest ACK, from which the receiver measures its RTT
+    /// (Linux `tcp_rcv_rtt_measure_ts`).
+    pub ts_ecr: Time,
     /// A window probe: sent beyond the advertised window to elicit an ACK.
     pub probe: bool,
 }
@@ -42,6 +45,8 @@ pub struct Ack {
     pub data_ack: u64,
     /// Receive window in bytes, relative to the Data ACK (RFC 8684 3.3.4).
     pub rwnd: u64,
+    /// TSval: the receiver's clock when it sent the ACK.
+    pub ts_val: Time,
     /// TSecr (RFC 7323 4.3).
     pub ts_ecr: Time,
 }
@@ -68,10 +73,10 @@ pub struct Packet {
 }
 
 impl Packet {
-    pub fn data(subflow: u8, seg: DataSeg) -> Packet {
+    pub fn data(subflow: u8, seg: DataSeg, mptcp: bool) -> Packet {
         Packet {
             subflow,
-            wire_len: seg.len + wire::HEADER,
+            wire_len: seg.len + wire::data_header(mptcp),
             payload: Payload::Data(seg),
         }
     }

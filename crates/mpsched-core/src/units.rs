@@ -58,13 +58,38 @@ impl Rate {
 /// Wire and payload sizes of the modelled TCP/IP packets.
 ///
 /// A full data packet is 1500 bytes on the wire: 20 (IPv4) + 20 (TCP) + 12 (timestamps
-/// option, RFC 7323) header bytes and an MSS of 1448 payload bytes. MPTCP's DSS option is
-/// carried within the same 1500 bytes (the kernel lowers the MSS only when options do not fit;
-/// the papers report MSS 1448 on both), so payload per packet is the same for TCP and MPTCP.
+/// option, RFC 7323) header bytes and an MSS of 1448 payload bytes. An MPTCP data segment also
+/// carries a DSS option within the same 1500 bytes, so it holds less payload (`MPTCP_MSS`).
 pub mod wire {
+    /// The TCP MSS (Linux `mss_cache` on a 1500-byte-MTU path with timestamps): also what
+    /// Linux multiplies cwnd by for the pacing and delivery rates of MPTCP subflows.
     pub const MSS: u32 = 1448;
     pub const HEADER: u32 = 52;
     pub const MTU: u32 = MSS + HEADER;
+    /// RFC 8684 3.3 DSS option of an upstream Linux data segment: a 64-bit data sequence
+    /// mapping (8 + 4 + 2 bytes), a 32-bit Data ACK and the 4-byte option header, 22 bytes
+    /// padded to 24 (`mptcp_established_options_dss`).
+    pub const DSS_MAPPING: u32 = 24;
+    /// Payload of a full MPTCP data segment: 1,448 - 24. `mpsched emulate` measures 1,424
+    /// bytes of payload per 1,500-byte packet on this machine's kernel (`payload_per_packet`).
+    pub const MPTCP_MSS: u32 = MSS - DSS_MAPPING;
+
+    /// Payload bytes of a full data segment.
+    pub const fn mss(mptcp: bool) -> u32 {
+        if mptcp {
+            MPTCP_MSS
+        } else {
+            MSS
+        }
+    }
+    /// Header bytes of a data packet (IP, TCP, timestamps, and the DSS option for MPTCP).
+    pub const fn data_header(mptcp: bool) -> u32 {
+        if mptcp {
+            HEADER + DSS_MAPPING
+        } else {
+            HEADER
+        }
+    }
     /// A pure ACK: IP + TCP + timestamps.
     pub const ACK: u32 = HEADER;
     /// Each SACK block costs 8 bytes plus 2 bytes of kind/length (padded to 4).
@@ -94,6 +119,14 @@ mod tests {
     #[test]
     fn bdp() {
         assert_eq!(Rate::mbps(30).bytes_in(Dur::from_millis(40)), 150_000);
+    }
+
+    #[test]
+    fn every_full_data_packet_is_1500_bytes() {
+        for mptcp in [false, true] {
+            assert_eq!(wire::mss(mptcp) + wire::data_header(mptcp), 1500);
+        }
+        assert_eq!(wire::mss(true), 1424);
     }
 
     #[test]

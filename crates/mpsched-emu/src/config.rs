@@ -22,6 +22,10 @@ pub struct EmuConfig {
     /// SCHED_FIFO priority of the link threads (1-99); 0 keeps the normal scheduler.
     #[serde(default)]
     pub rt_priority: u32,
+    /// Record the receive window of every segment on the up links (the client's ACKs), at
+    /// most this many per link; 0 records nothing.
+    #[serde(default)]
+    pub window_trace: usize,
 }
 
 fn default_spin_us() -> u64 {

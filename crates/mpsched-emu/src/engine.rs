@@ -5,6 +5,7 @@ use crate::config::{LinkChange, LinkPlan};
 use crate::hist::{Hist, Lateness};
 use crate::packet::IpPacket;
 use crate::sys;
+use crate::tcp::WindowTrace;
 use mpsched_core::link::{Link, LinkStats};
 use mpsched_core::rng::Rng;
 use mpsched_core::Time;
@@ -58,6 +59,8 @@ pub struct Port {
     write_errors: u64,
     /// Packets read in one round, at most (bounds the time one busy input can hold a thread).
     burst: usize,
+    /// The windows advertised by the segments entering this link, when asked for.
+    windows: Option<WindowTrace>,
 }
 
 impl Port {
@@ -75,7 +78,14 @@ impl Port {
             read_errors: 0,
             write_errors: 0,
             burst: 64,
+            windows: None,
         }
+    }
+
+    /// Records the receive window every TCP segment entering this link advertises (at most
+    /// `cap` segments).
+    pub fn trace_windows(&mut self, cap: usize) {
+        self.windows = Some(WindowTrace::new(cap));
     }
 }
 
@@ -103,6 +113,10 @@ pub struct PortReport {
     /// Times of the first drops (queue or random), in ms since the epoch (since the start
     /// of the emulator if no epoch was set).
     pub drop_times_ms: Vec<f64>,
+    /// What the segments entering the link advertised (`window_trace`); times in ns since the
+    /// epoch (since the start of the emulator if no epoch was set).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub windows: Option<WindowTrace>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -175,8 +189,12 @@ pub fn run(mut ports: Vec<Port>, shared: &Shared, spin_ns: u64) -> std::io::Resu
     }
     let (user_s, sys_s) = sys::cpu_times(true);
     let mut hist = Hist::default();
+    let zero = match shared.epoch.load(Ordering::Relaxed) {
+        0 => shared.origin,
+        e => e,
+    };
     let links = ports
-        .iter()
+        .iter_mut()
         .map(|p| {
             hist.merge(&p.lateness);
             let s: LinkStats = *p.link.stats();
@@ -198,14 +216,13 @@ pub fn run(mut ports: Vec<Port>, shared: &Shared, spin_ns: u64) -> std::io::Resu
                 drop_times_ms: p
                     .drop_times
                     .iter()
-                    .map(|&t| {
-                        let zero = match shared.epoch.load(Ordering::Relaxed) {
-                            0 => shared.origin,
-                            e => e,
-                        };
-                        (t as f64 - zero as f64) / 1e6
-                    })
+                    .map(|&t| (t as f64 - zero as f64) / 1e6)
                     .collect(),
+                windows: p.windows.take().map(|mut w| {
+                    // Segments read before the epoch (the handshake) keep a time of 0.
+                    w.t_ns.iter_mut().for_each(|t| *t = t.saturating_sub(zero));
+                    w
+                }),
             }
         })
         .collect();
@@ -248,6 +265,9 @@ fn receive(port: &mut Port, shared: &Shared, buf: &mut [u8], pool: &mut Vec<Vec<
                 bytes.clear();
                 bytes.extend_from_slice(&buf[..n]);
                 let abs = sys::now_ns();
+                if let Some(w) = port.windows.as_mut() {
+                    w.record(abs, &bytes);
+                }
                 // A refused packet is dropped, as on a real link; the link counts it.
                 let refused = port
                     .link

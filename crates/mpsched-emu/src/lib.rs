@@ -39,3 +39,4 @@ pub mod engine;
 pub mod hist;
 pub mod packet;
 pub mod sys;
+pub mod tcp;

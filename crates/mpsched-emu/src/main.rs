@@ -61,7 +61,11 @@ fn main() {
         if plan.down {
             down.push(Port::new(plan, seed, s.as_raw_fd(), c.as_raw_fd()));
         } else {
-            up.push(Port::new(plan, seed, c.as_raw_fd(), s.as_raw_fd()));
+            let mut port = Port::new(plan, seed, c.as_raw_fd(), s.as_raw_fd());
+            if cfg.window_trace > 0 {
+                port.trace_windows(cfg.window_trace);
+            }
+            up.push(port);
         }
     }
     let groups = match cfg.threads {

@@ -39,8 +39,10 @@ fn data(seq: u64) -> Packet {
             dseq: seq,
             len: 1448,
             ts_val: Time::ZERO,
+            ts_ecr: Time::ZERO,
             probe: false,
         },
+        true,
     )
 }
 
@@ -104,6 +106,7 @@ fn ack(subflow: u8, cum: u64, data_ack: u64) -> Packet {
             sack_len: 0,
             data_ack,
             rwnd: 64 << 20,
+            ts_val: Time::ZERO,
             ts_ecr: Time::ZERO,
         },
         true,

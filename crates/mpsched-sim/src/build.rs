@@ -36,6 +36,9 @@ pub fn scenario(paths: Vec<PathConfig>, scheduler: &str, duration_ns: u64) -> Co
         congestion: "cubic".into(),
         sndbuf_bytes: 6 * MIB,
         rcvbuf_bytes: 6 * MIB,
+        rcvbuf_initial_bytes: mpsched_core::conn::rcvwin::RCVBUF_INITIAL,
+        rcvbuf_autotune: true,
+        window_ratio: None,
         workload: Workload::Bulk,
         paths,
     }

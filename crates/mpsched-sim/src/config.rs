@@ -21,9 +21,27 @@ pub struct Config {
     pub scheduler_params: BTreeMap<String, serde_json::Value>,
     pub congestion: String,
     pub sndbuf_bytes: u64,
+    /// `tcp_rmem[2]`: the largest the receive buffer gets.
     pub rcvbuf_bytes: u64,
+    /// `tcp_rmem[1]`: where receive-buffer autotuning starts.
+    #[serde(default = "default_rcvbuf_initial")]
+    pub rcvbuf_initial_bytes: u64,
+    #[serde(default = "default_true")]
+    pub rcvbuf_autotune: bool,
+    /// Payload advertised per byte of receive buffer, in (0, 1]; `None`: Linux's ratio for
+    /// 1,500-byte packets on a TUN or veth device.
+    #[serde(default)]
+    pub window_ratio: Option<f64>,
     pub workload: Workload,
     pub paths: Vec<PathConfig>,
+}
+
+fn default_rcvbuf_initial() -> u64 {
+    mpsched_core::conn::rcvwin::RCVBUF_INITIAL
+}
+
+fn default_true() -> bool {
+    true
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -145,6 +163,12 @@ impl Config {
         Ok(p)
     }
 
+    /// `window_ratio` as Linux's `scaling_ratio` (payload per 256 bytes of buffer).
+    pub fn window_ratio_256(&self) -> Option<u32> {
+        self.window_ratio
+            .map(|r| ((r * 256.0).round() as u32).clamp(1, 256))
+    }
+
     pub fn cc(&self) -> CcKind {
         CcKind::parse(&self.congestion).expect("validated")
     }
@@ -174,6 +198,14 @@ impl Config {
         }
         if self.rcvbuf_bytes == 0 {
             return Err("rcvbuf_bytes: must be > 0".into());
+        }
+        if self.rcvbuf_initial_bytes == 0 {
+            return Err("rcvbuf_initial_bytes: must be > 0".into());
+        }
+        if let Some(r) = self.window_ratio {
+            if !(r > 0.0 && r <= 1.0) {
+                return Err(format!("window_ratio: must be in (0, 1], got {r}"));
+            }
         }
         if let Workload::File { size_bytes: 0 } = self.workload {
             return Err("workload.size_bytes: must be > 0".into());

@@ -142,11 +142,21 @@ impl Simulation {
         } else {
             sched::build("minrtt", &sched::SchedParams::new())?
         };
+        let client = Receiver::new(ReceiverConfig {
+            mptcp,
+            rcvbuf: Bytes(cfg.rcvbuf_bytes),
+            rcvbuf_initial: Bytes(cfg.rcvbuf_initial_bytes),
+            rcvbuf_autotune: cfg.rcvbuf_autotune,
+            window_ratio: cfg.window_ratio_256(),
+            subflows: n_sub,
+            total,
+            trace,
+        });
         let server = Sender::new(
             SenderConfig {
                 mptcp,
                 sndbuf: Bytes(cfg.sndbuf_bytes),
-                initial_rwnd: Bytes(cfg.rcvbuf_bytes),
+                initial_rwnd: Bytes(client.initial_window()),
                 total,
                 subflows,
                 trace,
@@ -155,13 +165,6 @@ impl Simulation {
             sched,
             start,
         );
-        let client = Receiver::new(ReceiverConfig {
-            mptcp,
-            rcvbuf: Bytes(cfg.rcvbuf_bytes),
-            subflows: n_sub,
-            total,
-            trace,
-        });
 
         let mut changes: Vec<Scheduled> = cfg
             .paths

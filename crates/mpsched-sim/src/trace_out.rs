@@ -73,6 +73,7 @@ struct ConnSamples {
     t_ns: Vec<u64>,
     reorder_bytes: Vec<u64>,
     rcvbuf_used_bytes: Vec<u64>,
+    rcvbuf_bytes: Vec<u64>,
     rwnd_bytes: Vec<u64>,
     sndbuf_used_bytes: Vec<u64>,
     data_ack_bytes: Vec<u64>,
@@ -120,10 +121,11 @@ impl Tracer {
         c.t_ns.push(now.as_nanos());
         c.reorder_bytes.push(client.reorder_bytes());
         c.rcvbuf_used_bytes.push(client.held_bytes());
+        c.rcvbuf_bytes.push(client.rcvbuf());
         c.rwnd_bytes.push(client.rwnd());
         c.sndbuf_used_bytes.push(server.sndbuf_used_bytes());
         c.data_ack_bytes
-            .push(server.data().una() * mpsched_core::units::wire::MSS as u64);
+            .push(server.data().offset(server.data().una()));
         c.bytes_delivered.push(client.stats.delivered_bytes);
     }
 
@@ -191,6 +193,7 @@ impl Tracer {
                     ("t_ns", Column::U64(c.t_ns)),
                     ("reorder_bytes", Column::U64(c.reorder_bytes)),
                     ("rcvbuf_used_bytes", Column::U64(c.rcvbuf_used_bytes)),
+                    ("rcvbuf_bytes", Column::U64(c.rcvbuf_bytes)),
                     ("rwnd_bytes", Column::U64(c.rwnd_bytes)),
                     ("sndbuf_used_bytes", Column::U64(c.sndbuf_used_bytes)),
                     ("data_ack_bytes", Column::U64(c.data_ack_bytes)),

@@ -3,7 +3,7 @@
 //! and nothing panics.
 
 use mpsched_core::rng::Rng;
-use mpsched_core::units::wire::MSS;
+use mpsched_core::units::wire::{self, MSS};
 use mpsched_sim::build::*;
 use mpsched_sim::config::{Change, Config, LinkSpec, PathConfig, Protocol, QueueSpec, Workload};
 use mpsched_sim::Simulation;
@@ -98,13 +98,15 @@ fn every_byte_arrives_exactly_once_and_in_order() {
             unreachable!()
         };
         let desc = format!("case {case}: {cfg:?}");
+        let cfg_mptcp = cfg.protocol == Protocol::Mptcp;
         let out = Simulation::new(cfg, true).unwrap().run();
         let s = &out.summary;
         assert!(s.completion_s.is_some(), "did not complete: {desc}\n{s:?}");
         assert_eq!(s.bytes_delivered, size_bytes, "{desc}");
         let t = out.traces.unwrap();
         let d = &t.delivery;
-        let nsegs = size_bytes.div_ceil(MSS as u64) as usize;
+        let mss = wire::mss(cfg_mptcp) as u64;
+        let nsegs = size_bytes.div_ceil(mss) as usize;
         // One delivery per data segment, each segment's bytes once, in time order.
         assert_eq!(d.len_bytes.len(), nsegs, "{desc}");
         assert_eq!(

@@ -2,7 +2,7 @@
 //! each one's defining behaviour, and bulk throughput with big buffers.
 
 use mpsched_core::rng::Rng;
-use mpsched_core::units::wire::MSS;
+use mpsched_core::units::wire::MPTCP_MSS as MSS;
 use mpsched_sim::build::*;
 use mpsched_sim::config::{Change, Config, LinkSpec, PathConfig, QueueSpec, Workload};
 use mpsched_sim::{RunOutput, Simulation, Summary};
@@ -15,9 +15,9 @@ fn traced(cfg: Config) -> RunOutput {
     Simulation::new(cfg, true).unwrap().run()
 }
 
-/// Payload rate of a link carrying full-sized packets: rate x 1448 / 1500.
+/// Payload rate of a link carrying full-sized MPTCP packets: rate x 1424 / 1500.
 fn payload_mbps(rate_bps: u64) -> f64 {
-    rate_bps as f64 * 1448.0 / 1500.0 / 1e6
+    rate_bps as f64 * 1424.0 / 1500.0 / 1e6
 }
 
 fn two_paths(
@@ -191,33 +191,46 @@ fn daps_delivers_nearly_in_order() {
     // Constant, very different paths: 50 Mbit/s at 20 ms and 5 Mbit/s at 200 ms. LowRTT
     // sends the next segment on the 200 ms path whenever it has room, and what the fast path
     // delivers meanwhile waits for it; DAPS gives the slow path segments far enough ahead.
+    // The mean out-of-order delay is no measure here: every drop of the 50 ms queues stalls
+    // delivery for a recovery whatever the scheduler. What DAPS changes is how many segments
+    // arrive in order.
     let cfg = |sched| two_paths(sched, (50, 20), (5, 200), QueueSpec::TimeNs(50 * MS), 30);
-    let minrtt = run(cfg("minrtt"));
-    let daps = run(cfg("daps"));
-    let (d, m) = (&daps.ooo_delay_ms, &minrtt.ooo_delay_ms);
+    let in_order_share = |out: &RunOutput| {
+        let d = &out.traces.as_ref().unwrap().delivery;
+        let n = d.delivered_ns.len();
+        let in_order = (0..n)
+            .filter(|&i| d.delivered_ns[i] == d.first_received_ns[i])
+            .count();
+        in_order as f64 / n as f64
+    };
+    let minrtt = traced(cfg("minrtt"));
+    let daps = traced(cfg("daps"));
+    let (d, m) = (&daps.summary.ooo_delay_ms, &minrtt.summary.ooo_delay_ms);
     assert!(
         d.p50 < 1.0 && m.p50 > 20.0,
         "p50: daps {} minrtt {}",
         d.p50,
         m.p50
     );
+    let (ds, ms) = (in_order_share(&daps), in_order_share(&minrtt));
     assert!(
-        d.mean < 0.6 * m.mean,
-        "mean: daps {} minrtt {}",
-        d.mean,
-        m.mean
+        ds > 0.5 && ms < 0.2,
+        "in order: daps {ds:.2} minrtt {ms:.2}"
     );
-    assert!(daps.subflows[1].bytes_sent > 1_000_000);
-    assert!(daps.goodput_mbps >= 0.8 * minrtt.goodput_mbps);
+    assert!(daps.summary.subflows[1].bytes_sent > 1_000_000);
+    assert!(daps.summary.goodput_mbps >= 0.8 * minrtt.summary.goodput_mbps);
 }
 
 #[test]
 fn bulk_transfers_aggregate_both_paths_with_big_buffers() {
-    // The STMS lab set-up (6 MiB host buffers, 50 ms / 500 ms router buffers) with a 100 ms
-    // LTE path: every scheduler but redundant gets 90 % of the two paths together.
+    // The STMS lab set-up with a 100 ms LTE path, 6 MiB host buffers and deep (500 ms) router
+    // buffers on both paths: every scheduler but redundant gets 90 % of the two paths
+    // together. (DAPS comes closest to the limit: it schedules the slow path far ahead, so it
+    // needs the most window, and Linux advertises 3.88 MB of a 6 MiB buffer.)
     let sum = 2.0 * payload_mbps(30 * MBPS);
     for sched in ["bm", "blest", "ecf", "daps"] {
         let mut c = stms_lab(100 * MS, 60 * S);
+        c.paths[0].down.queue = QueueSpec::TimeNs(500 * MS);
         c.scheduler = sched.into();
         let s = run(c);
         assert!(

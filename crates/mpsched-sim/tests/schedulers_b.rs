@@ -3,7 +3,7 @@
 //! claim, the test checks what it does show and says why in a comment.
 //!
 //! Rates: a 30 Mbit/s link carries 30e6 / 8 / 1500 = 2500 full-sized packets per second, i.e.
-//! 2500 data segments (1448 payload bytes) per second, 28.96 Mbit/s of payload.
+//! 2500 data segments (1424 payload bytes for MPTCP) per second, 28.48 Mbit/s of payload.
 
 use mpsched_sim::build::*;
 use mpsched_sim::config::{Config, Protocol, QueueSpec, Workload};
@@ -22,9 +22,9 @@ fn with(mut cfg: Config, scheduler: &str) -> Config {
     cfg
 }
 
-/// Payload rate of a link carrying full-sized packets: rate x 1448 / 1500.
+/// Payload rate of a link carrying full-sized MPTCP packets: rate x 1424 / 1500.
 fn payload_mbps(rate_bps: u64) -> f64 {
-    rate_bps as f64 * 1448.0 / 1500.0 / 1e6
+    rate_bps as f64 * 1424.0 / 1500.0 / 1e6
 }
 
 /// Segments per second of a 30 Mbit/s link.

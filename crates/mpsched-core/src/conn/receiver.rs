@@ -2,14 +2,16 @@
 //! queue; one receive buffer is shared by all subflows (RFC 8684 3.3.4).
 //!
 //! - The application reads in-order data at once; out-of-order data waits in the reorder
-//!   queue (and, below a subflow-level hole, in the subflow's queue) and counts against
-//!   `rcvbuf`. The advertised window is the free space, relative to the Data ACK; its right
-//!   edge never moves left (RFC 9293 3.8.6.2.2, Linux `tcp_select_window`).
+//!   queue (and, below a subflow-level hole, in the subflow's queue). What each ACK advertises
+//!   is Linux's window (`rcvwin`): a share of the free buffer, opening gradually, with the
+//!   buffer autotuned; it is relative to the Data ACK and its right edge never moves left
+//!   (RFC 9293 3.8.6.2.2, Linux `tcp_select_window`, MPTCP `mptcp_set_rwin`).
 //! - Every ACK carries the cumulative Data ACK (RFC 8684 3.3.2).
 //! - Filling a connection-level hole frees much of the buffer at once; the window update goes
 //!   out at once, like Linux's `tcp_cleanup_rbuf` after a large read.
 //! - Data beyond the window is dropped (and ACKed), as Linux does when the buffer is full.
 
+use crate::conn::rcvwin::{linux_ratio, RcvWindow, RcvWindowConfig};
 use crate::conn::stats::Histogram;
 use crate::packet::{Ack, Packet, Payload, SackBlock, MAX_SACK_BLOCKS};
 use crate::subflow::rx::{AckNeed, RxSeg};
@@ -19,12 +21,18 @@ use crate::trace::DeliveryTrace;
 use crate::units::{wire, Bytes};
 use std::collections::VecDeque;
 
-const MSS: u64 = wire::MSS as u64;
-
 #[derive(Clone, Debug)]
 pub struct ReceiverConfig {
     pub mptcp: bool,
+    /// `tcp_rmem[2]`: the largest the receive buffer gets (bytes of memory).
     pub rcvbuf: Bytes,
+    /// `tcp_rmem[1]`: where autotuning starts.
+    pub rcvbuf_initial: Bytes,
+    /// Linux receive-buffer autotuning; otherwise the buffer is `rcvbuf` from the start.
+    pub rcvbuf_autotune: bool,
+    /// Payload advertised per 256 bytes of buffer; `None`: Linux's for 1,500-byte packets on
+    /// a TUN or veth device (`rcvwin::linux_ratio`).
+    pub window_ratio: Option<u32>,
     pub subflows: usize,
     /// Bytes expected in all (a file); `None` for bulk.
     pub total: Option<Bytes>,
@@ -54,6 +62,9 @@ pub struct ReceiverStats {
 
 pub struct Receiver {
     cfg: ReceiverConfig,
+    /// Payload of a full data segment (`wire::mss`).
+    mss: u64,
+    window: RcvWindow,
     subflows: Vec<SubflowRx>,
     data_rcv_nxt: u64,
     /// Connection-level out-of-order queue; index = dseq - data_rcv_nxt - 1.
@@ -70,8 +81,20 @@ pub struct Receiver {
 impl Receiver {
     pub fn new(cfg: ReceiverConfig) -> Receiver {
         let subflows = (0..cfg.subflows).map(|i| SubflowRx::new(i as u8)).collect();
+        let mss = wire::mss(cfg.mptcp);
+        let window = RcvWindow::new(RcvWindowConfig {
+            rcvbuf_max: cfg.rcvbuf.0,
+            rcvbuf_initial: cfg.rcvbuf_initial.0,
+            autotune: cfg.rcvbuf_autotune,
+            ratio: cfg.window_ratio.unwrap_or(linux_ratio(mss)).clamp(1, 256),
+            mss,
+            mptcp: cfg.mptcp,
+            subflows: cfg.subflows,
+        });
         Receiver {
-            right_edge: cfg.rcvbuf.0,
+            mss: mss as u64,
+            right_edge: window.initial_window(),
+            window,
             stats: ReceiverStats {
                 delivered_by_subflow: vec![0; cfg.subflows],
                 ..Default::default()
@@ -105,9 +128,26 @@ impl Receiver {
     pub fn reorder_bytes(&self) -> u64 {
         self.ooo_bytes
     }
+    /// The window the handshake advertised: what the peer may send before the first ACK.
+    pub fn initial_window(&self) -> u64 {
+        self.window.initial_window()
+    }
+    /// The receive buffer now (bytes of memory; autotuning grows it).
+    pub fn rcvbuf(&self) -> u64 {
+        self.window.rcvbuf()
+    }
+    /// Bytes that count against the buffer: connection-level data, and for plain TCP the
+    /// subflow's out-of-order queue.
+    fn charged_bytes(&self) -> u64 {
+        if self.window.counts_subflow_queues() {
+            self.held_bytes()
+        } else {
+            self.ooo_bytes
+        }
+    }
     /// The window this receiver advertises now.
     pub fn rwnd(&self) -> u64 {
-        self.right_edge - self.data_rcv_nxt * MSS
+        self.right_edge - self.data_rcv_nxt * self.mss
     }
 
     pub fn handle_data(&mut self, now: Time, pkt: &Packet) {
@@ -119,22 +159,25 @@ impl Receiver {
             return;
         }
         if seg.probe {
-            self.send_ack(i);
+            self.send_ack(now, i);
             return;
         }
-        if seg.dseq >= self.data_rcv_nxt && seg.dseq * MSS + seg.len as u64 > self.right_edge {
+        if seg.dseq >= self.data_rcv_nxt && seg.dseq * self.mss + seg.len as u64 > self.right_edge {
             self.stats.beyond_window_drops += 1;
-            self.send_ack(i);
+            self.send_ack(now, i);
             return;
         }
         let need = self.subflows[i].on_segment(now, &seg);
+        let charged = self.charged_bytes();
+        self.window.on_segment(now, i, seg.len, seg.ts_ecr, charged);
         let mut filled_hole = false;
         while let Some(rx) = self.subflows[i].poll_in_order() {
             filled_hole |= self.deliver(now, i as u8, rx);
         }
-        self.update_window();
+        let held = self.held_bytes();
+        self.stats.peak_held_bytes = self.stats.peak_held_bytes.max(held);
         if need == AckNeed::Now || filled_hole {
-            self.send_ack(i);
+            self.send_ack(now, i);
         }
     }
 
@@ -183,6 +226,7 @@ impl Receiver {
 
     fn hand_to_application(&mut self, now: Time, h: Held) {
         self.data_rcv_nxt += 1;
+        self.window.on_read(now, h.len as u64);
         self.stats.delivered_bytes += h.len as u64;
         self.stats.delivered_by_subflow[h.subflow as usize] += h.len as u64;
         self.stats.ooo_delay_ns.record((now - h.arrival).as_nanos());
@@ -202,14 +246,9 @@ impl Receiver {
         }
     }
 
-    fn update_window(&mut self) {
-        let held = self.held_bytes();
-        self.stats.peak_held_bytes = self.stats.peak_held_bytes.max(held);
-        let free = self.cfg.rcvbuf.0.saturating_sub(held);
-        self.right_edge = self.right_edge.max(self.data_rcv_nxt * MSS + free);
-    }
-
-    fn send_ack(&mut self, i: usize) {
+    fn send_ack(&mut self, now: Time, i: usize) {
+        let window = self.window.window(i, self.charged_bytes());
+        self.right_edge = self.right_edge.max(self.data_rcv_nxt * self.mss + window);
         let sf = &mut self.subflows[i];
         let mut sack = [SackBlock { start: 0, end: 0 }; MAX_SACK_BLOCKS];
         let blocks = sf.sack_blocks();
@@ -219,7 +258,8 @@ impl Receiver {
             sack,
             sack_len: blocks.len() as u8,
             data_ack: self.data_rcv_nxt,
-            rwnd: self.right_edge - self.data_rcv_nxt * MSS,
+            rwnd: self.right_edge - self.data_rcv_nxt * self.mss,
+            ts_val: now,
             ts_ecr: sf.ts_recent(),
         };
         sf.on_ack_sent();
@@ -231,7 +271,7 @@ impl Receiver {
     pub fn handle_timeout(&mut self, now: Time) {
         for i in 0..self.subflows.len() {
             if self.subflows[i].on_delack_timer(now) {
-                self.send_ack(i);
+                self.send_ack(now, i);
             }
         }
     }

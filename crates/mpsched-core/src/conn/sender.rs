@@ -24,8 +24,6 @@ use crate::trace::{AckTrace, BurstTrace, SentTrace};
 use crate::units::{wire, Bytes};
 use std::collections::VecDeque;
 
-const MSS: u64 = wire::MSS as u64;
-
 #[derive(Clone, Debug)]
 pub struct SubflowConfig {
     /// When the server may first send on this subflow.
@@ -70,13 +68,16 @@ pub struct DataQueue {
     sndbuf_segs: u64,
     total_segs: Option<u64>,
     last_len: u32,
+    /// Payload of a full segment (`wire::mss`).
+    mss: u32,
 }
 
 impl DataQueue {
-    fn new(sndbuf: Bytes, total: Option<Bytes>, rwnd: Bytes) -> DataQueue {
-        let total_segs = total.map(|b| b.0.div_ceil(MSS));
-        let last_len = total.map_or(wire::MSS, |b| match b.0 % MSS {
-            0 => wire::MSS,
+    fn new(mss: u32, sndbuf: Bytes, total: Option<Bytes>, rwnd: Bytes) -> DataQueue {
+        let m = mss as u64;
+        let total_segs = total.map(|b| b.0.div_ceil(m));
+        let last_len = total.map_or(mss, |b| match b.0 % m {
+            0 => mss,
             r => r as u32,
         });
         DataQueue {
@@ -84,10 +85,20 @@ impl DataQueue {
             segs: VecDeque::new(),
             first_unsent: 0,
             right_edge: rwnd.0,
-            sndbuf_segs: (sndbuf.0 / MSS).max(1),
+            sndbuf_segs: (sndbuf.0 / m).max(1),
             total_segs,
             last_len,
+            mss,
         }
+    }
+
+    /// Payload bytes of a full data segment.
+    pub fn mss(&self) -> u32 {
+        self.mss
+    }
+    /// Byte offset of data segment `dseq` in the stream.
+    pub fn offset(&self, dseq: u64) -> u64 {
+        dseq * self.mss as u64
     }
 
     pub fn una(&self) -> u64 {
@@ -110,14 +121,14 @@ impl DataQueue {
             .filter(|&d| self.segs[(d - self.una) as usize].sent_on.is_empty())
     }
     pub fn in_window(&self, dseq: u64) -> bool {
-        let len = self.get(dseq).map_or(wire::MSS, |s| s.len) as u64;
-        dseq * MSS + len <= self.right_edge
+        let len = self.get(dseq).map_or(self.mss, |s| s.len) as u64;
+        self.offset(dseq) + len <= self.right_edge
     }
     pub fn sndbuf_full(&self) -> bool {
         self.segs.len() as u64 >= self.sndbuf_segs
     }
     pub fn sndbuf_bytes(&self) -> u64 {
-        self.sndbuf_segs * MSS
+        self.sndbuf_segs * self.mss as u64
     }
     /// A finite transfer whose last segment has been written.
     pub fn all_written(&self) -> bool {
@@ -125,7 +136,7 @@ impl DataQueue {
     }
     /// Byte offset of the first never-sent segment.
     pub fn first_unsent_offset(&self) -> u64 {
-        self.unsent().next().unwrap_or(self.written_end()) * MSS
+        self.offset(self.unsent().next().unwrap_or(self.written_end()))
     }
     pub fn right_edge(&self) -> u64 {
         self.right_edge
@@ -146,7 +157,7 @@ impl DataQueue {
             let len = if Some(dseq + 1) == self.total_segs {
                 self.last_len
             } else {
-                wire::MSS
+                self.mss
             };
             self.segs.push_back(DataSegState {
                 len,
@@ -234,7 +245,8 @@ impl Sender {
                 sf
             })
             .collect::<Vec<_>>();
-        let mut data = DataQueue::new(cfg.sndbuf, cfg.total, cfg.initial_rwnd);
+        let mss = wire::mss(cfg.mptcp);
+        let mut data = DataQueue::new(mss, cfg.sndbuf, cfg.total, cfg.initial_rwnd);
         data.write();
         let n = subflows.len();
         let cfg_trace = cfg.trace;
@@ -311,8 +323,8 @@ impl Sender {
         if let Some(t) = self.ack_trace.as_mut() {
             t.t_ns.push(now.as_nanos());
             t.subflow.push(i as u8);
-            t.data_ack_bytes.push(ack.data_ack * MSS);
-            t.data_ack_step_bytes.push(step * MSS);
+            t.data_ack_bytes.push(self.data.offset(ack.data_ack));
+            t.data_ack_step_bytes.push(self.data.offset(step));
             t.cwnd_segments.push(sf.cwnd());
             t.ssthresh_segments.push(sf.cc.ssthresh);
             t.in_flight_segments.push(sf.in_flight());
@@ -326,7 +338,7 @@ impl Sender {
     fn on_data_ack(&mut self, now: Time, ack: &Ack) -> u64 {
         // The right edge never moves left, and ACKs from different subflows arrive out of
         // order: keep the largest.
-        let edge = ack.data_ack * MSS + ack.rwnd;
+        let edge = self.data.offset(ack.data_ack) + ack.rwnd;
         self.data.right_edge = self.data.right_edge.max(edge);
         let target = ack.data_ack.min(self.data.written_end());
         if target <= self.data.una {
@@ -401,10 +413,12 @@ impl Sender {
             dseq: self.data.written_end(),
             len: 0,
             ts_val: now,
+            ts_ecr: sf.peer_ts(),
             probe: true,
         };
         self.stats.window_probes += 1;
-        self.out.push_back(Packet::data(i as u8, seg));
+        self.out
+            .push_back(Packet::data(i as u8, seg, self.cfg.mptcp));
     }
 
     /// The scheduler's values recorded so far (when traced); recording goes on.
@@ -493,7 +507,8 @@ impl Sender {
                 if let Some(d) = self.data.get_mut(seg.dseq) {
                     d.retransmissions = d.retransmissions.saturating_add(1);
                 }
-                self.out.push_back(Packet::data(i as u8, seg));
+                self.out
+                    .push_back(Packet::data(i as u8, seg, self.cfg.mptcp));
             }
         }
 
@@ -599,7 +614,8 @@ impl Sender {
         let len = self.data.get(d.dseq).expect("validated").len;
         for i in d.subflows.iter() {
             let seg = self.subflows[i].transmit_new(now, d.dseq, len, self.cc.as_mut());
-            self.out.push_back(Packet::data(i as u8, seg));
+            self.out
+                .push_back(Packet::data(i as u8, seg, self.cfg.mptcp));
             let s = self.data.get_mut(d.dseq).expect("validated");
             if s.transmissions == 0 {
                 s.first_sent = now;

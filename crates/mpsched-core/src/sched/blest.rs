@@ -38,7 +38,6 @@ use super::default::RcvBufOpt;
 use super::{lowest_rtt_available, Decision, Reason, SchedCtx, SchedParams, Scheduler, SubflowSet};
 use crate::cc::INFINITE_SSTHRESH;
 use crate::time::{Dur, Time};
-use crate::units::wire::MSS;
 
 /// Fixed point for lambda (the kernel keeps thousandths; millionths here).
 const ONE: i64 = 1_000_000;
@@ -142,7 +141,7 @@ impl Blest {
             let ca = cwnd.max(v.ssthresh as u128 + 1);
             n * ca + n * (n - 1) / 2
         };
-        packets * MSS as u128 * self.lambda as u128 / ONE as u128
+        packets * ctx.mss() as u128 * self.lambda as u128 / ONE as u128
     }
 
     /// Whether sending `seg_len` bytes on `s` now would block the fastest subflow `f`.
@@ -153,7 +152,7 @@ impl Blest {
         self.update_lambda(ctx, s);
         let linger = self.linger_time(ctx, s);
         let fast = self.fast_bytes(ctx, f, linger);
-        let slow = seg_len as u64 + ctx.subflows()[s].packets_out as u64 * MSS as u64;
+        let slow = seg_len as u64 + ctx.subflows()[s].packets_out as u64 * ctx.mss() as u64;
         let avail = ctx.window_bytes().saturating_sub(slow);
         fast > avail as u128
     }
@@ -220,7 +219,7 @@ impl Scheduler for Blest {
                 self.rbuf.run(ctx, s)
             }
             None if n > 1 && ctx.sndbuf_full() => {
-                if self.blocks(ctx, s, fast, MSS) {
+                if self.blocks(ctx, s, fast, ctx.mss()) {
                     return None;
                 }
                 self.retrans_flag = true;

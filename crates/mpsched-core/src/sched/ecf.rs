@@ -39,7 +39,6 @@
 
 use super::default::RcvBufOpt;
 use super::{lowest_rtt_available, Decision, Reason, SchedCtx, SchedParams, Scheduler, SubflowSet};
-use crate::units::wire::MSS;
 
 pub struct Ecf {
     beta: f64,
@@ -69,7 +68,7 @@ impl Ecf {
             None => 0,
             Some(first) => {
                 let last = ctx.written_end() - 1;
-                (last - first) * MSS as u64 + ctx.seg_len(last) as u64
+                (last - first) * ctx.mss() as u64 + ctx.seg_len(last) as u64
             }
         }
     }
@@ -82,7 +81,7 @@ impl Ecf {
         let (vf, vs) = (ctx.subflows()[f], ctx.subflows()[s]);
         let input = Inputs {
             k: Self::unsent_bytes(ctx) as f64,
-            mss: MSS as f64,
+            mss: ctx.mss() as f64,
             cwnd_f: vf.cwnd as f64,
             cwnd_s: vs.cwnd as f64,
             srtt_f: vf.srtt.as_nanos() as f64,

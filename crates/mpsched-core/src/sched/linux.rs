@@ -33,7 +33,6 @@
 //!   `pacing_rate_bps`).
 
 use super::{Decision, Reason, SchedCtx, Scheduler, SubflowSet, SubflowView};
-use crate::units::wire::MSS;
 
 /// `MPTCP_SEND_BURST_SIZE`: 64 KiB minus the TCP/IP header and option space (65,428 bytes).
 pub const SEND_BURST_BYTES: u64 = 65_428;
@@ -57,7 +56,7 @@ impl LinuxSched {
     }
 
     /// `mptcp_subflow_get_send` without its burst bookkeeping.
-    fn pick(&mut self, views: &[SubflowView]) -> Option<usize> {
+    fn pick(&mut self, views: &[SubflowView], mss: u32) -> Option<usize> {
         let mut best: [Option<(u128, usize)>; 2] = [None, None];
         let mut nr_active = 0;
         for v in views.iter().filter(|v| v.established) {
@@ -69,7 +68,7 @@ impl LinuxSched {
             if pace == 0 || !Self::can_send(v) {
                 continue;
             }
-            let queued = v.packets_out as u128 * MSS as u128;
+            let queued = v.packets_out as u128 * mss as u128;
             let linger = (queued << 32) / pace as u128;
             let slot = &mut best[usize::from(v.backup)];
             if slot.is_none_or(|(l, _)| linger < l) {
@@ -135,11 +134,11 @@ impl Scheduler for LinuxSched {
                 });
             }
         }
-        let j = self.pick(views)?;
+        let j = self.pick(views, ctx.mss())?;
         let v = views[j];
-        let right_edge = ctx.data_una() * MSS as u64 + ctx.window_bytes();
+        let right_edge = ctx.data_una() * ctx.mss() as u64 + ctx.window_bytes();
         let burst = SEND_BURST_BYTES.min(right_edge.saturating_sub(ctx.bytes_sent()));
-        let wmem = v.packets_out as u64 * MSS as u64;
+        let wmem = v.packets_out as u64 * ctx.mss() as u64;
         if burst > 0 {
             let avg = self.avg_pacing[j] as u128;
             self.avg_pacing[j] = ((avg * wmem as u128

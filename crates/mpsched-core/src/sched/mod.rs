@@ -231,11 +231,13 @@ impl<'a> SchedCtx<'a> {
             });
         }
     }
+    /// Payload bytes of a full data segment (1,424 for MPTCP, `wire::mss`).
+    pub fn mss(&self) -> u32 {
+        self.data.mss()
+    }
     /// Bytes of one data segment (the MSS, or less for the last one of a file).
     pub fn seg_len(&self, dseq: u64) -> u32 {
-        self.data
-            .get(dseq)
-            .map_or(crate::units::wire::MSS, |s| s.len)
+        self.data.get(dseq).map_or(self.data.mss(), |s| s.len)
     }
     /// Whether the application has no more data for now (all written data is sent).
     pub fn all_sent(&self) -> bool {
@@ -249,7 +251,7 @@ impl<'a> SchedCtx<'a> {
     pub fn window_bytes(&self) -> u64 {
         self.data
             .right_edge()
-            .saturating_sub(self.data.una() * crate::units::wire::MSS as u64)
+            .saturating_sub(self.data.offset(self.data.una()))
     }
     /// The send buffer (bytes the application may have written and not yet Data-ACKed).
     pub fn sndbuf_bytes(&self) -> u64 {

@@ -161,7 +161,8 @@ impl Stms {
         }
     }
 
-    /// B_k in segments per second.
+    /// B_k in segments per second. Delivery rates count packets of `wire::MSS` bytes, as
+    /// Linux's do (`tcp_rate.c` scales by `mss_cache`), so this is packets per second.
     fn segments_per_sec(&self, v: &SubflowView) -> f64 {
         let bps = match self.sf[v.id].rate_bps {
             r if r > 0.0 => r,
@@ -204,12 +205,13 @@ impl Stms {
 
     /// Eq. 4 for the subflow ranked `rank`: the host buffer holds the faster subflows' windows
     /// plus the gap.
-    fn buffer_allows(&self, views: &[SubflowView], rank: usize, gap: u64, host_buf: u64) -> bool {
+    fn buffer_allows(&self, ctx: &SchedCtx, rank: usize, gap: u64, host_buf: u64) -> bool {
+        let views = ctx.subflows();
         let faster: u64 = self.order[..rank]
             .iter()
             .map(|&k| views[k].cwnd as u64)
             .sum();
-        (faster + gap) * MSS as u64 <= host_buf
+        (faster + gap) * ctx.mss() as u64 <= host_buf
     }
 }
 
@@ -263,7 +265,7 @@ impl Scheduler for Stms {
             // Line 5: a slower subflow sends unsent[gap].
             let gap = self.gap(ctx.subflows(), rank);
             self.record(ctx, rank, gap);
-            if !self.buffer_allows(ctx.subflows(), rank, gap, host_buf) {
+            if !self.buffer_allows(ctx, rank, gap, host_buf) {
                 continue;
             }
             match ctx.unsent().nth(gap as usize) {

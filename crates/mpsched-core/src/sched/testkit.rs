@@ -6,9 +6,10 @@ use crate::conn::{Sender, SenderConfig};
 use crate::packet::{Ack, Packet, Payload, SackBlock, MAX_SACK_BLOCKS};
 use crate::sched::{self, ParamValue, SchedParams};
 use crate::time::{Dur, Time};
-use crate::units::{wire::MSS, Bytes};
+use crate::units::{wire, Bytes};
 
-pub const MSS64: u64 = MSS as u64;
+/// Payload of a full data segment of the (MPTCP) test senders.
+pub const MSS64: u64 = wire::MPTCP_MSS as u64;
 
 pub struct Setup {
     /// Handshake RTT of each subflow in ms.
@@ -87,6 +88,7 @@ pub fn ack(subflow: u8, cum: u64, data_ack: u64, rwnd_segments: u64) -> Packet {
             sack_len: 0,
             data_ack,
             rwnd: rwnd_segments * MSS64,
+            ts_val: Time::ZERO,
             ts_ecr: Time::ZERO,
         },
         true,

@@ -252,6 +252,7 @@ mod tests {
             dseq: seq,
             len: 1448,
             ts_val: Time(seq),
+            ts_ecr: Time::ZERO,
             probe: false,
         }
     }

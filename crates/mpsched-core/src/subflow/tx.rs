@@ -108,6 +108,8 @@ pub struct SubflowTx {
     delivery_rate_bps: u64,
     /// When the out-of-tree MPTCP scheduler last halved this subflow's window.
     pub last_penalized: Option<Time>,
+    /// RFC 7323 TS.Recent: the latest TSval of the peer's ACKs, echoed in data segments.
+    peer_ts: Time,
     pub stats: SubflowTxStats,
 }
 
@@ -140,6 +142,7 @@ impl SubflowTx {
             delivered_time: now,
             delivery_rate_bps: 0,
             last_penalized: None,
+            peer_ts: Time::ZERO,
             stats: SubflowTxStats::default(),
         }
     }
@@ -155,6 +158,10 @@ impl SubflowTx {
 
     pub fn snd_una(&self) -> u64 {
         self.snd_una
+    }
+    /// The TSval a data segment sent now echoes.
+    pub fn peer_ts(&self) -> Time {
+        self.peer_ts
     }
     pub fn snd_nxt(&self) -> u64 {
         self.snd_nxt
@@ -305,6 +312,7 @@ impl SubflowTx {
             dseq,
             len,
             ts_val: now,
+            ts_ecr: self.peer_ts,
             probe: false,
         }
     }
@@ -335,6 +343,7 @@ impl SubflowTx {
             dseq,
             len,
             ts_val: now,
+            ts_ecr: self.peer_ts,
             probe: false,
         }
     }
@@ -379,6 +388,7 @@ impl SubflowTx {
         all: &[CcState],
     ) -> AckOutcome {
         let mut out = AckOutcome::default();
+        self.peer_ts = self.peer_ts.max(ack.ts_val);
         let mut seq_rtt: Option<Dur> = None;
         let mut sack_rtt: Option<Dur> = None;
         let mut rate_ref: Option<(u64, Time)> = None;
@@ -654,6 +664,7 @@ mod tests {
             sack_len: sacks.len() as u8,
             data_ack: 0,
             rwnd: u64::MAX,
+            ts_val: Time::ZERO,
             ts_ecr: Time::ZERO,
         };
         for (i, &(s, e)) in sacks.iter().enumerate() {

@@ -1,0 +1,342 @@
+//! The window a Linux receiver advertises, and how its receive buffer grows (Linux 6.18).
+//!
+//! Buffer memory is not payload: the kernel charges each received packet's `skb->truesize`
+//! to the buffer and advertises `win_from_space(rcvbuf - rmem) = (rcvbuf - rmem) x ratio / 256`
+//! (`tcp_win_from_space`, `mptcp_space`), where `scaling_ratio` is payload / truesize of the
+//! received packets (`tcp_measure_rcv_mss`). A 1,500-byte packet received on a TUN or veth
+//! device occupies a 2,048-byte slab plus the `sk_buff`: 2,304 bytes. So with MPTCP's 1,424
+//! bytes of payload the ratio is 158/256 and a 6 MiB buffer advertises at most 3.88 MB, which
+//! `mpsched emulate --window-trace` measures on this machine's kernel.
+//!
+//! - Window (`__tcp_select_window`): `full = win(rcvbuf)`, `free = full - held`; a zero
+//!   window when `free < full / 2` and (`free < full / 16` or `free < mss`); otherwise
+//!   `min(free, rcv_ssthresh)`. The right edge never moves left (the caller keeps it).
+//! - `rcv_ssthresh` (`tcp_grow_window`): starts near 64 KB (`tcp_init_buffer_space`) and grows
+//!   by `max(2 x advmss, 2 x len)` per received segment, up to `full`: the advertised window
+//!   opens faster than slow start. MPTCP keeps one per subflow; the shared right edge is the
+//!   largest any subflow advertised (`mptcp_set_rwin`).
+//! - Autotuning (DRS, `tcp_moderate_rcvbuf`): the buffer starts at `tcp_rmem[1]`; at most once
+//!   per receiver RTT, if the application read more than last time (`c > s`), the window target
+//!   is `w = 2c + 4c(c - s)/s` and the buffer becomes `space_from_win(w)`, capped at
+//!   `tcp_rmem[2]` and never smaller (`tcp_rcvbuf_grow`, 6.18; MPTCP: `mptcp_rcvbuf_grow` with
+//!   the largest subflow RTT).
+//! - Receiver RTT (`tcp_rcv_rtt_measure_ts`): a full-sized segment echoing a new TSecr gives
+//!   `now - TSecr`; a smaller sample replaces the estimate, a larger one enters a 1/8 EWMA
+//!   (6.16+).
+//! - MPTCP counts only connection-level data against the buffer (out-of-order data of a
+//!   subflow is charged to that subflow's socket, `mptcp_space` ignores it); plain TCP counts
+//!   its out-of-order queue.
+//!
+//! Left out: the 6.16+ growth of a TCP buffer by the span of its out-of-order queue, the
+//! rounding of the window to the window-scale unit, memory pressure.
+
+use crate::time::{Dur, Time};
+use crate::units::wire;
+
+/// `TCP_DEFAULT_SCALING_RATIO` (6.10+): the ratio before the first full-sized segment.
+pub const DEFAULT_RATIO: u32 = 128;
+/// truesize of a 1,500-byte packet received on a TUN or veth device (x86-64): a 2,048-byte
+/// kmalloc slab for the data and `skb_shared_info`, plus the 256-byte `sk_buff`.
+pub const TRUESIZE: u32 = 2304;
+/// `tcp_rmem[1]`: the buffer autotuning starts from.
+pub const RCVBUF_INITIAL: u64 = 131_072;
+/// `TCP_INIT_CWND`: the first `rcvq_space.space` is at most 10 segments.
+const INIT_SPACE_SEGMENTS: u64 = 10;
+/// `tcp_grow_window` grows only on segments of at least 128 bytes.
+const GROW_MIN_LEN: u32 = 128;
+
+/// Linux's `scaling_ratio` for full segments of `mss` payload bytes: payload x 256 / truesize.
+pub const fn linux_ratio(mss: u32) -> u32 {
+    mss * 256 / TRUESIZE
+}
+
+#[derive(Clone, Debug)]
+pub struct RcvWindowConfig {
+    /// `tcp_rmem[2]`: the largest the buffer gets (bytes of memory).
+    pub rcvbuf_max: u64,
+    /// `tcp_rmem[1]`: the buffer at the start when autotuning.
+    pub rcvbuf_initial: u64,
+    /// `tcp_moderate_rcvbuf`: grow the buffer from `rcvbuf_initial`; otherwise it is
+    /// `rcvbuf_max` from the start (as after `SO_RCVBUF`).
+    pub autotune: bool,
+    /// Payload bytes advertised per 256 bytes of buffer (Linux `scaling_ratio`), 1..=256.
+    pub ratio: u32,
+    /// Payload of a full segment.
+    pub mss: u32,
+    /// MPTCP: only connection-level data counts against the buffer.
+    pub mptcp: bool,
+    pub subflows: usize,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct RcvRtt {
+    /// Smoothed receiver RTT (0 = no sample yet).
+    rtt: Dur,
+    last_tsecr: Time,
+}
+
+pub struct RcvWindow {
+    cfg: RcvWindowConfig,
+    /// `sk_rcvbuf` now (bytes of memory).
+    rcvbuf: u64,
+    /// `rcv_ssthresh` per subflow.
+    ssthresh: Vec<u64>,
+    rtt: Vec<RcvRtt>,
+    // `rcvq_space`: bytes read in the current measurement, the previous measurement's bytes,
+    // when it started and the RTT it was gated on.
+    copied: u64,
+    space: u64,
+    measure_start: Time,
+    measure_rtt: Dur,
+}
+
+impl RcvWindow {
+    pub fn new(cfg: RcvWindowConfig) -> RcvWindow {
+        let rcvbuf = if cfg.autotune {
+            cfg.rcvbuf_initial.min(cfg.rcvbuf_max)
+        } else {
+            cfg.rcvbuf_max
+        };
+        let mut w = RcvWindow {
+            rcvbuf,
+            ssthresh: vec![0; cfg.subflows],
+            rtt: vec![RcvRtt::default(); cfg.subflows],
+            copied: 0,
+            space: 0,
+            measure_start: Time::ZERO,
+            measure_rtt: Dur::ZERO,
+            cfg,
+        };
+        // `tcp_init_buffer_space`: the window clamp keeps one segment in reserve, and the
+        // first measurement expects at most the initial window.
+        let advmss = wire::MSS as u64;
+        let clamp = win(DEFAULT_RATIO, rcvbuf)
+            .saturating_sub(advmss)
+            .max(2 * advmss);
+        let first = w.handshake_rcv_wnd().min(clamp);
+        w.ssthresh.iter_mut().for_each(|s| *s = first);
+        w.space = first.min(INIT_SPACE_SEGMENTS * advmss);
+        w
+    }
+
+    /// `rcv_wnd` of the handshake (`tcp_select_initial_window`, 6.10+): the default ratio
+    /// applied to the buffer, in whole segments.
+    fn handshake_rcv_wnd(&self) -> u64 {
+        let advmss = wire::MSS as u64;
+        let space = win(DEFAULT_RATIO, self.rcvbuf);
+        if space > advmss {
+            space / advmss * advmss
+        } else {
+            space
+        }
+    }
+
+    /// The window the peer may use before the first ACK: the SYN's, whose 16-bit field is not
+    /// scaled (RFC 7323 2.2).
+    pub fn initial_window(&self) -> u64 {
+        self.handshake_rcv_wnd().min(65_535)
+    }
+
+    /// `sk_rcvbuf` now.
+    pub fn rcvbuf(&self) -> u64 {
+        self.rcvbuf
+    }
+
+    /// `tcp_full_space`: the largest window the buffer allows now.
+    pub fn full_space(&self) -> u64 {
+        win(self.cfg.ratio, self.rcvbuf)
+    }
+
+    /// Whether out-of-order data of the subflows counts against the buffer (plain TCP).
+    pub fn counts_subflow_queues(&self) -> bool {
+        !self.cfg.mptcp
+    }
+
+    /// A data segment of `len` bytes arrived on subflow `sf`, not a duplicate, echoing
+    /// `tsecr`; `held` bytes count against the buffer.
+    pub fn on_segment(&mut self, now: Time, sf: usize, len: u32, tsecr: Time, held: u64) {
+        let Some(r) = self.rtt.get_mut(sf) else {
+            return;
+        };
+        // tcp_rcv_rtt_measure_ts: one sample per new TSecr, from full-sized segments.
+        if tsecr > Time::ZERO && tsecr != r.last_tsecr && tsecr <= now {
+            r.last_tsecr = tsecr;
+            if len >= self.cfg.mss {
+                let sample = now - tsecr;
+                r.rtt = if r.rtt == Dur::ZERO || sample < r.rtt {
+                    sample
+                } else {
+                    Dur(r.rtt.0 - r.rtt.0 / 8 + sample.0 / 8)
+                };
+            }
+        }
+        // tcp_grow_window.
+        if len >= GROW_MIN_LEN {
+            let full = self.full_space();
+            let limit = if self.cfg.mptcp {
+                full
+            } else {
+                full.min(full.saturating_sub(held))
+            };
+            let room = limit.saturating_sub(self.ssthresh[sf]);
+            let incr = (2 * wire::MSS as u64).max(2 * len as u64);
+            self.ssthresh[sf] += room.min(incr);
+        }
+    }
+
+    /// The application read `bytes`: at most once per receiver RTT, grow the buffer with what
+    /// it reads (`tcp_rcv_space_adjust` / `mptcp_rcv_space_adjust`).
+    pub fn on_read(&mut self, now: Time, bytes: u64) {
+        if !self.cfg.autotune || bytes == 0 {
+            return;
+        }
+        self.copied += bytes;
+        let elapsed = now.saturating_since(self.measure_start);
+        if self.measure_rtt > Dur::ZERO && elapsed < self.measure_rtt {
+            return;
+        }
+        let rtt = self.rtt.iter().map(|r| r.rtt).max().unwrap_or(Dur::ZERO);
+        self.measure_rtt = rtt;
+        if rtt == Dur::ZERO || elapsed < rtt {
+            return;
+        }
+        let (c, s) = (self.copied, self.space.max(1));
+        if c > s {
+            // tcp_rcvbuf_grow (6.18): twice what was read, plus the growth seen.
+            let w = 2 * c + 4 * c * (c - s) / s;
+            let rcvbuf = space_from_win(self.cfg.ratio, w).min(self.cfg.rcvbuf_max);
+            self.rcvbuf = self.rcvbuf.max(rcvbuf);
+            self.space = c;
+        }
+        self.copied = 0;
+        self.measure_start = now;
+    }
+
+    /// The window subflow `sf` advertises with `held` bytes counting against the buffer
+    /// (`__tcp_select_window`), before the never-shrink rule.
+    pub fn window(&self, sf: usize, held: u64) -> u64 {
+        let full = self.full_space();
+        let free = full.saturating_sub(held);
+        if free < full / 2 && (free < full / 16 || free < self.cfg.mss as u64) {
+            return 0;
+        }
+        free.min(self.ssthresh.get(sf).copied().unwrap_or(0))
+    }
+}
+
+/// `__tcp_win_from_space`.
+fn win(ratio: u32, space: u64) -> u64 {
+    (space * ratio as u64) >> 8
+}
+
+/// `__tcp_space_from_win`.
+fn space_from_win(ratio: u32, w: u64) -> u64 {
+    (w << 8) / ratio.max(1) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MSS: u32 = wire::MPTCP_MSS;
+
+    fn cfg(max: u64, autotune: bool) -> RcvWindowConfig {
+        RcvWindowConfig {
+            rcvbuf_max: max,
+            rcvbuf_initial: RCVBUF_INITIAL,
+            autotune,
+            ratio: linux_ratio(MSS),
+            mss: MSS,
+            mptcp: true,
+            subflows: 2,
+        }
+    }
+
+    fn ms(t: u64) -> Time {
+        Time(t * 1_000_000)
+    }
+
+    #[test]
+    fn the_ratio_and_the_windows_this_machine_s_kernel_advertises() {
+        // Measured with `mpsched emulate --window-trace` (MPTCP, TUN devices, Linux 6.18):
+        // the largest windows of a 6 MiB and a 512 KiB buffer.
+        assert_eq!(linux_ratio(MSS), 158);
+        assert_eq!(linux_ratio(wire::MSS), 160);
+        assert_eq!(RcvWindow::new(cfg(6 << 20, false)).full_space(), 3_883_008);
+        assert_eq!(RcvWindow::new(cfg(512 << 10, false)).full_space(), 323_584);
+    }
+
+    #[test]
+    fn the_handshake_window_and_the_first_rcv_ssthresh() {
+        // The SYN's 65,160 (45 x 1,448); rcv_ssthresh 64,088 = 65,536 - 1,448, as TCP_INFO
+        // reports on this kernel.
+        let w = RcvWindow::new(cfg(6 << 20, true));
+        assert_eq!(w.initial_window(), 65_160);
+        assert_eq!(w.window(0, 0), 64_088);
+        assert_eq!(w.rcvbuf(), RCVBUF_INITIAL);
+    }
+
+    #[test]
+    fn the_window_opens_by_two_segments_per_segment_up_to_the_buffer() {
+        let mut w = RcvWindow::new(cfg(6 << 20, false));
+        let before = w.window(0, 0);
+        w.on_segment(ms(1), 0, MSS, Time::ZERO, 0);
+        assert_eq!(w.window(0, 0), before + 2 * 1448);
+        // The other subflow's threshold did not move.
+        assert_eq!(w.window(1, 0), before);
+        for _ in 0..10_000 {
+            w.on_segment(ms(1), 0, MSS, Time::ZERO, 0);
+        }
+        assert_eq!(w.window(0, 0), w.full_space());
+    }
+
+    #[test]
+    fn held_data_closes_the_window_and_little_room_closes_it_entirely() {
+        let mut w = RcvWindow::new(cfg(1 << 20, false));
+        for _ in 0..1000 {
+            w.on_segment(ms(1), 0, MSS, Time::ZERO, 0);
+        }
+        let full = w.full_space();
+        assert_eq!(w.window(0, 100_000), full - 100_000);
+        // Below half of the buffer free and less than a sixteenth: zero.
+        assert_eq!(w.window(0, full - full / 16 + 1), 0);
+        // Less than half free but more than a sixteenth: still open.
+        assert_eq!(w.window(0, full / 2 + 1), full - full / 2 - 1);
+    }
+
+    #[test]
+    fn autotuning_grows_the_buffer_once_per_receiver_rtt() {
+        let mut w = RcvWindow::new(cfg(6 << 20, true));
+        // Receiver RTT 100 ms from the echoed timestamp.
+        w.on_segment(ms(100), 0, MSS, ms(1), 0);
+        assert_eq!(w.rtt[0].rtt, Dur::from_millis(99));
+        // Nothing before a first RTT has passed.
+        w.on_read(ms(50), 100_000);
+        assert_eq!(w.rcvbuf(), RCVBUF_INITIAL);
+        // 200,000 bytes read in the first RTT against space 14,480: w = 2c + 4c(c-s)/s.
+        w.on_read(ms(150), 100_000);
+        let (c, s) = (200_000u64, 14_480u64);
+        let target = 2 * c + 4 * c * (c - s) / s;
+        assert_eq!(w.rcvbuf(), ((target << 8) / 158).min(6 << 20));
+        // Capped at tcp_rmem[2], and never shrinks.
+        w.on_read(ms(300), 5_000_000);
+        assert_eq!(w.rcvbuf(), 6 << 20);
+        w.on_read(ms(500), 10);
+        assert_eq!(w.rcvbuf(), 6 << 20);
+    }
+
+    #[test]
+    fn a_larger_rtt_sample_is_smoothed_a_smaller_one_taken() {
+        let mut w = RcvWindow::new(cfg(6 << 20, true));
+        w.on_segment(ms(100), 1, MSS, ms(20), 0);
+        w.on_segment(ms(200), 1, MSS, ms(20), 0); // same TSecr: ignored
+        assert_eq!(w.rtt[1].rtt, Dur::from_millis(80));
+        w.on_segment(ms(260), 1, MSS, ms(100), 0);
+        assert_eq!(w.rtt[1].rtt, Dur::from_millis(80 - 10 + 20));
+        w.on_segment(ms(300), 1, MSS, ms(250), 0);
+        assert_eq!(w.rtt[1].rtt, Dur::from_millis(50));
+        // A short segment gives no sample.
+        w.on_segment(ms(400), 1, 100, ms(390), 0);
+        assert_eq!(w.rtt[1].rtt, Dur::from_millis(50));
+    }
+}
