@@ -23,6 +23,7 @@ _KEYS = {
     "scheduler_params",
     "congestion",
     "sndbuf_bytes",
+    "sndbuf_autotune",
     "rcvbuf_bytes",
     "rcvbuf_initial_bytes",
     "rcvbuf_autotune",

@@ -327,11 +327,13 @@ def test_connection_buffers(lossy: mpsched.Result, one_path: mpsched.Result) -> 
     assert (conn["reorder_bytes"] <= conn["rcvbuf_used_bytes"]).all()
     assert conn["rcvbuf_used_bytes"].max() <= scenario["rcvbuf_bytes"]
     assert conn["rwnd_bytes"].max() <= scenario["rcvbuf_bytes"]
-    assert conn["sndbuf_used_bytes"].max() <= scenario["sndbuf_bytes"]
+    assert (conn["sndbuf_used_bytes"] <= conn["sndbuf_bytes"]).all()
+    assert (np.diff(ints(conn, "sndbuf_bytes")) >= 0).all()  # autotuning only grows it
     assert conn["reorder_bytes"].max() > 0
     assert conn["rcvbuf_used_bytes"].max() <= lossy.summary["peak_reorder_bytes"]
-    # A bulk sender keeps its buffer full once the window is open.
-    assert conn["sndbuf_used_bytes"].iloc[-1] > 0.9 * scenario["sndbuf_bytes"]
+    # A bulk sender refills its buffer whenever a third of it is free.
+    used, size = ints(conn, "sndbuf_used_bytes"), ints(conn, "sndbuf_bytes")
+    assert (3 * used[100:] >= 2 * size[100:] - 3 * 1424).all()
     # On one lossless path nothing waits at the client.
     assert (one_path.connection["rcvbuf_used_bytes"] == 0).all()
 

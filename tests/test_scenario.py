@@ -25,6 +25,7 @@ STMS_NATIVE: dict[str, Any] = {
     "scheduler_params": {},
     "congestion": "cubic",
     "sndbuf_bytes": 6 * 2**20,
+    "sndbuf_autotune": True,
     "rcvbuf_bytes": 6 * 2**20,
     "rcvbuf_initial_bytes": 128 * 2**10,
     "rcvbuf_autotune": True,

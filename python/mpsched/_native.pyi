@@ -18,8 +18,9 @@ Normalized scenario (all keys required)::
       "protocol": "mptcp" | "tcp",
       "scheduler": str, "scheduler_params": {str: float | int | str},
       "congestion": "reno" | "cubic" | "lia" | "olia",
-      "sndbuf_bytes": int > 0, "rcvbuf_bytes": int > 0, "rcvbuf_initial_bytes": int > 0,
-      "rcvbuf_autotune": bool, "window_ratio": float in (0, 1] | None,
+      "sndbuf_bytes": int > 0, "sndbuf_autotune": bool,
+      "rcvbuf_bytes": int > 0, "rcvbuf_initial_bytes": int > 0, "rcvbuf_autotune": bool,
+      "window_ratio": float in (0, 1] | None,
       "workload": {"kind": "bulk"} | {"kind": "file", "size_bytes": int > 0},
       "paths": [            # only the paths the connection uses, in order
         {"name": str,

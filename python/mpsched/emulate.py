@@ -260,10 +260,10 @@ class Testbed:
         threads: str = "per_direction",
         rt_priority: int = 10,
         kernel_scheduler: str = "default",
-        window_trace: int = 0,
+        header_trace: int = 0,
     ) -> None:
         self.config = dict(config)
-        self.window_trace = window_trace
+        self.header_trace = header_trace
         self.paths = list(self.config["paths"])
         self.protocol = str(self.config["protocol"])
         self.run_id = secrets.token_hex(3)
@@ -400,7 +400,7 @@ class Testbed:
             "spin_us": self.spin_us,
             "threads": self.threads,
             "rt_priority": self.rt_priority,
-            "window_trace": self.window_trace,
+            "header_trace": self.header_trace,
         }
         path = self._tmp / "emulator.json"
         path.write_text(json.dumps(cfg))
@@ -793,16 +793,16 @@ def emulate(
     threads: str = "per_direction",
     rt_priority: int = 10,
     raw_dir: Path | None = None,
-    window_trace: bool = False,
+    header_trace: bool = False,
 ) -> dict[str, Any]:
     """Run a scenario on the kernel over emulated paths and return its summary.
 
     ``scenario`` is a loaded :class:`Scenario`, a normalized dict (:func:`to_native`) or a
     source for :func:`load`. ``kernel_scheduler`` overrides the scenario's scheduler name for
     ``net.mptcp.scheduler``. ``raw_dir`` receives the raw measurements (client, server,
-    emulator report, counters). ``window_trace`` records the receive window of every ACK the
-    client sends (the emulator reads it from the headers) into ``raw_dir/windows.parquet``
-    (:func:`window_table`).
+    emulator report, counters). ``header_trace`` records the headers of every packet (the
+    emulator reads them): the client's windows and Data ACKs into ``raw_dir/windows.parquet``
+    and the server's data mappings into ``raw_dir/data.parquet`` (:func:`header_tables`).
     """
     if isinstance(scenario, Scenario):
         config = to_native(scenario)
@@ -822,7 +822,7 @@ def emulate(
         threads=threads,
         rt_priority=rt_priority,
         kernel_scheduler=sched,
-        window_trace=WINDOW_TRACE_ROWS if window_trace else 0,
+        header_trace=HEADER_TRACE_ROWS if header_trace else 0,
     ) as bed:
         server = _loadgen(bed, "server")
         assert server.stdout is not None
@@ -843,7 +843,7 @@ def emulate(
         server_out = _result(server, "load generator (server)", 15.0)
         counters = {"server": bed.nstat(bed.server_ns), "client": bed.nstat(bed.client_ns)}
         report = bed.stop_emulator()
-    windows = _pop_windows(report)
+    headers = _pop_headers(report)
     summary = summarize(
         config,
         client_out,
@@ -862,57 +862,44 @@ def emulate(
             ("counters", counters),
         ):
             (raw_dir / f"{name}.json").write_text(json.dumps(data, indent=1) + "\n")
-        if window_trace:
+        if header_trace:
             import pyarrow.parquet as pq
 
-            pq.write_table(window_table(windows, config), raw_dir / "windows.parquet")
+            windows, data = header_tables(headers, config)
+            pq.write_table(windows, raw_dir / "windows.parquet")
+            pq.write_table(data, raw_dir / "data.parquet")
     return summary
 
 
-# Rows of the window trace per up link: an ACK every other segment at 100 Mbit/s for 10 min.
-WINDOW_TRACE_ROWS = 3_000_000
+# Rows of the header trace per link: every packet of 100 Mbit/s for 10 minutes.
+HEADER_TRACE_ROWS = 5_000_000
+
+_ABSENT = 2**64 - 1
 
 
-def _pop_windows(report: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
-    """Takes the up links' window traces out of the emulator's report: (path, trace)."""
+def _pop_headers(report: dict[str, Any]) -> list[tuple[int, str, dict[str, Any]]]:
+    """Takes the links' header traces out of the emulator's report: (path, direction, trace)."""
     out = []
     for thread in report.get("threads", []):
         for link in thread.get("links", []):
-            trace = link.pop("windows", None)
+            trace = link.pop("headers", None)
             if trace is not None:
-                out.append((int(link["path"]), trace))
+                out.append((int(link["path"]), str(link["direction"]), trace))
     return out
 
 
-def window_table(windows: list[tuple[int, dict[str, Any]]], config: Mapping[str, Any]) -> Any:
-    """The client's advertised windows as an Arrow table, one row per segment it sent.
-
-    Columns: ``t_ns`` (when it entered the up link, since the epoch), ``path`` (name),
-    ``window_bytes`` (scaled), ``data_ack_bytes`` (the MPTCP Data ACK relative to the first one
-    seen, 32-bit Data ACKs unwrapped; null without a Data ACK) and ``right_edge_bytes``
-    (``data_ack_bytes + window_bytes``: what the simulator's ``rwnd_bytes`` adds to its Data
-    ACK). Rows are in time order.
-    """
-    import pyarrow as pa
-
-    names = [p["name"] for p in config["paths"]]
-    rows: list[tuple[int, str, int, int | None]] = []
-    for path, tr in windows:
-        for t, w, da, wide in zip(
-            tr["t_ns"], tr["window_bytes"], tr["data_ack"], tr["data_ack_wide"], strict=True
-        ):
-            rows.append((t, names[path], w, None if da == 2**64 - 1 else (da, wide)))
-    rows.sort(key=lambda r: r[0])
+def _unwrap(values: list[tuple[int, bool] | None]) -> list[int | None]:
+    """Data-level sequence numbers relative to the first one, 32-bit ones extended to 64 bits
+    as the nearest to the previous value (RFC 8684 3.3.1); None stays None."""
     base: int | None = None
     last = 0
-    data_ack: list[int | None] = []
-    for _, _, _, da in rows:
-        if da is None:
-            data_ack.append(None)
+    out: list[int | None] = []
+    for v in values:
+        if v is None:
+            out.append(None)
             continue
-        value, wide = da
+        value, wide = v
         if not wide:
-            # A 32-bit Data ACK: the 64-bit value nearest the last one (RFC 8684 3.3.1).
             full = (last & ~0xFFFFFFFF) | value
             if full < last - 2**31:
                 full += 2**32
@@ -922,19 +909,69 @@ def window_table(windows: list[tuple[int, dict[str, Any]]], config: Mapping[str,
         if base is None:
             base = value
         last = value
-        data_ack.append(value - base)
-    return pa.table(
+        out.append(value - base)
+    return out
+
+
+def header_tables(
+    headers: list[tuple[int, str, dict[str, Any]]], config: Mapping[str, Any]
+) -> tuple[Any, Any]:
+    """The header traces as two Arrow tables, rows in time order (``t_ns`` since the epoch).
+
+    ``windows`` (the client's segments, up links): ``t_ns``, ``path``, ``window_bytes``
+    (scaled), ``data_ack_bytes`` (the MPTCP Data ACK relative to the first one; null without
+    one) and ``right_edge_bytes`` (``data_ack_bytes + window_bytes``, what the simulator's
+    ``rwnd_bytes`` adds to its Data ACK). ``data`` (the server's segments with payload, down
+    links): ``t_ns``, ``path``, ``dsn_bytes`` (the mapping's data sequence number relative to
+    the first one; null without a mapping) and ``payload_bytes``.
+    """
+    import pyarrow as pa
+
+    names = [p["name"] for p in config["paths"]]
+
+    def rows(direction: str, key: str, wide_key: str) -> list[tuple[Any, ...]]:
+        out = []
+        for path, d, tr in headers:
+            if d != direction:
+                continue
+            for i, t in enumerate(tr["t_ns"]):
+                v = tr[key][i]
+                out.append(
+                    (
+                        t,
+                        names[path],
+                        tr["window_bytes"][i],
+                        tr["payload_len"][i],
+                        None if v == _ABSENT else (v, tr[wide_key][i]),
+                    )
+                )
+        out.sort(key=lambda r: r[0])
+        return out
+
+    up = rows("up", "data_ack", "data_ack_wide")
+    data_ack = _unwrap([r[4] for r in up])
+    windows = pa.table(
         {
-            "t_ns": pa.array([r[0] for r in rows], pa.int64()),
-            "path": pa.array([r[1] for r in rows], pa.string()),
-            "window_bytes": pa.array([r[2] for r in rows], pa.int64()),
+            "t_ns": pa.array([r[0] for r in up], pa.int64()),
+            "path": pa.array([r[1] for r in up], pa.string()),
+            "window_bytes": pa.array([r[2] for r in up], pa.int64()),
             "data_ack_bytes": pa.array(data_ack, pa.int64()),
             "right_edge_bytes": pa.array(
-                [None if d is None else d + r[2] for d, r in zip(data_ack, rows, strict=True)],
+                [None if d is None else d + r[2] for d, r in zip(data_ack, up, strict=True)],
                 pa.int64(),
             ),
         }
     )
+    down = [r for r in rows("down", "dsn", "dsn_wide") if r[3] > 0]
+    data = pa.table(
+        {
+            "t_ns": pa.array([r[0] for r in down], pa.int64()),
+            "path": pa.array([r[1] for r in down], pa.string()),
+            "dsn_bytes": pa.array(_unwrap([r[4] for r in down]), pa.int64()),
+            "payload_bytes": pa.array([r[3] for r in down], pa.int64()),
+        }
+    )
+    return windows, data
 
 
 # --- the command ---
@@ -1008,9 +1045,11 @@ def _print(summary: Mapping[str, Any], config: Mapping[str, Any]) -> None:
     help="Emulator threads: one per direction, or one for all links.",
 )
 @click.option(
-    "--window-trace",
+    "--trace-headers",
+    "header_trace",
     is_flag=True,
-    help="Record the window of every ACK the client sends (needs --out): raw/windows.parquet.",
+    help="Record every packet's TCP/MPTCP headers (needs --out): raw/windows.parquet (the "
+    "client's windows and Data ACKs) and raw/data.parquet (the server's data mappings).",
 )
 def emulate_command(
     file: str | None,
@@ -1021,7 +1060,7 @@ def emulate_command(
     rt_priority: int,
     spin_us: int,
     threads: str,
-    window_trace: bool,
+    header_trace: bool,
 ) -> None:
     """Run the scenario FILE on the Linux kernel over emulated paths (needs root).
 
@@ -1031,8 +1070,8 @@ def emulate_command(
     """
     scenario = load(file, parse_set(sets), label="--set")
     config = to_native(scenario)
-    if window_trace and out is None:
-        raise ScenarioError("--window-trace: needs --out DIR (it writes DIR/raw/windows.parquet)")
+    if header_trace and out is None:
+        raise ScenarioError("--trace-headers: needs --out DIR (it writes DIR/raw/*.parquet)")
     try:
         summary = emulate(
             config,
@@ -1041,7 +1080,7 @@ def emulate_command(
             threads=threads,
             rt_priority=rt_priority,
             raw_dir=None if out is None else out / "raw",
-            window_trace=window_trace,
+            header_trace=header_trace,
         )
     except TestbedError as exc:
         raise click.ClickException(str(exc)) from None

@@ -259,8 +259,28 @@ SAMPLED = ("snd_cwnd", "snd_ssthresh", "rtt_us", "snd_wnd", "bytes_sent", "total
            "unacked", "ca_state", "notsent_bytes", "pacing_rate")  # fmt: skip
 
 
+SIOCOUTQ = 0x5411  # bytes written and not yet acknowledged (MPTCP: at the data level)
+
+
+def _send_buffer(sock: socket.socket) -> list[int | None]:
+    """[SO_SNDBUF, SIOCOUTQ] of the socket (for MPTCP, the connection's), None if unreadable."""
+    import fcntl
+
+    try:
+        sndbuf = sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)
+    except OSError:
+        sndbuf = None
+    try:
+        outq = struct.unpack("i", fcntl.ioctl(sock.fileno(), SIOCOUTQ, b"\0" * 4))[0]
+    except OSError:
+        outq = None
+    return [sndbuf, outq]
+
+
 def _sample(sock: socket.socket, protocol: str, t: float) -> list[Any]:
-    """The sender's view of each subflow now: [t, [[remote, cwnd, ssthresh, ...], ...]]."""
+    """The sender's view now: [t, [[remote, cwnd, ssthresh, ...] per subflow],
+    [SO_SNDBUF, SIOCOUTQ]] (``SAMPLED`` names the per-subflow fields)."""
+    buffer = _send_buffer(sock)
     try:
         if protocol == "tcp":
             infos = [tcp_info(sock)]
@@ -269,12 +289,12 @@ def _sample(sock: socket.socket, protocol: str, t: float) -> list[Any]:
             infos = subflow_tcp_info(sock)
             remotes = [remote for _, remote in subflow_addrs(sock)]
     except OSError:
-        return [round(t, 4), []]
+        return [round(t, 4), [], buffer]
     rows = [
         [remote, *(info.get(k) for k in SAMPLED)]
         for remote, info in zip(remotes, infos, strict=False)
     ]
-    return [round(t, 4), rows]
+    return [round(t, 4), rows, buffer]
 
 
 def serve(args: argparse.Namespace) -> dict[str, Any]:

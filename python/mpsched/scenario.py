@@ -181,6 +181,7 @@ class Connection(_Model):
         "cubic"
     )
     sndbuf: PositiveSize = "6MiB"  # type: ignore[assignment]
+    sndbuf_autotune: Flag = True
     rcvbuf: PositiveSize = "6MiB"  # type: ignore[assignment]
     rcvbuf_initial: PositiveSize = "128KiB"  # type: ignore[assignment]
     rcvbuf_autotune: Flag = True
@@ -639,6 +640,7 @@ def to_native(scenario: Scenario) -> dict[str, Any]:
         "scheduler_params": dict(connection.scheduler_params),
         "congestion": connection.congestion,
         "sndbuf_bytes": connection.sndbuf,
+        "sndbuf_autotune": connection.sndbuf_autotune,
         "rcvbuf_bytes": connection.rcvbuf,
         "rcvbuf_initial_bytes": connection.rcvbuf_initial,
         "rcvbuf_autotune": connection.rcvbuf_autotune,

@@ -227,6 +227,12 @@ TABLES: dict[str, tuple[str, tuple[Column, ...]]] = {
                 "byte",
                 "send buffer in use: written, not yet Data-ACKed",
             ),
+            Column(
+                "sndbuf_bytes",
+                "u64",
+                "byte",
+                "send buffer size (Linux autotuning: twice each subflow's window)",
+            ),
             Column("data_ack_bytes", "u64", "byte", "cumulative Data ACK at the server"),
             Column("bytes_delivered", "u64", "byte", "cumulative bytes delivered to the app"),
         ),

@@ -22,10 +22,11 @@ pub struct EmuConfig {
     /// SCHED_FIFO priority of the link threads (1-99); 0 keeps the normal scheduler.
     #[serde(default)]
     pub rt_priority: u32,
-    /// Record the receive window of every segment on the up links (the client's ACKs), at
-    /// most this many per link; 0 records nothing.
+    /// Record the headers of every TCP segment entering a link (the client's windows and Data
+    /// ACKs on the up links, the data mappings on the down links), at most this many per
+    /// link; 0 records nothing.
     #[serde(default)]
-    pub window_trace: usize,
+    pub header_trace: usize,
 }
 
 fn default_spin_us() -> u64 {

@@ -5,7 +5,7 @@ use crate::config::{LinkChange, LinkPlan};
 use crate::hist::{Hist, Lateness};
 use crate::packet::IpPacket;
 use crate::sys;
-use crate::tcp::WindowTrace;
+use crate::tcp::HeaderTrace;
 use mpsched_core::link::{Link, LinkStats};
 use mpsched_core::rng::Rng;
 use mpsched_core::Time;
@@ -59,8 +59,8 @@ pub struct Port {
     write_errors: u64,
     /// Packets read in one round, at most (bounds the time one busy input can hold a thread).
     burst: usize,
-    /// The windows advertised by the segments entering this link, when asked for.
-    windows: Option<WindowTrace>,
+    /// The headers of the segments entering this link, when asked for.
+    headers: Option<HeaderTrace>,
 }
 
 impl Port {
@@ -78,14 +78,13 @@ impl Port {
             read_errors: 0,
             write_errors: 0,
             burst: 64,
-            windows: None,
+            headers: None,
         }
     }
 
-    /// Records the receive window every TCP segment entering this link advertises (at most
-    /// `cap` segments).
-    pub fn trace_windows(&mut self, cap: usize) {
-        self.windows = Some(WindowTrace::new(cap));
+    /// Records the headers of every TCP segment entering this link (at most `cap`).
+    pub fn trace_headers(&mut self, cap: usize) {
+        self.headers = Some(HeaderTrace::new(cap));
     }
 }
 
@@ -113,10 +112,10 @@ pub struct PortReport {
     /// Times of the first drops (queue or random), in ms since the epoch (since the start
     /// of the emulator if no epoch was set).
     pub drop_times_ms: Vec<f64>,
-    /// What the segments entering the link advertised (`window_trace`); times in ns since the
+    /// The headers of the segments entering the link (`window_trace`); times in ns since the
     /// epoch (since the start of the emulator if no epoch was set).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub windows: Option<WindowTrace>,
+    pub headers: Option<HeaderTrace>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -218,7 +217,7 @@ pub fn run(mut ports: Vec<Port>, shared: &Shared, spin_ns: u64) -> std::io::Resu
                     .iter()
                     .map(|&t| (t as f64 - zero as f64) / 1e6)
                     .collect(),
-                windows: p.windows.take().map(|mut w| {
+                headers: p.headers.take().map(|mut w| {
                     // Segments read before the epoch (the handshake) keep a time of 0.
                     w.t_ns.iter_mut().for_each(|t| *t = t.saturating_sub(zero));
                     w
@@ -265,7 +264,7 @@ fn receive(port: &mut Port, shared: &Shared, buf: &mut [u8], pool: &mut Vec<Vec<
                 bytes.clear();
                 bytes.extend_from_slice(&buf[..n]);
                 let abs = sys::now_ns();
-                if let Some(w) = port.windows.as_mut() {
+                if let Some(w) = port.headers.as_mut() {
                     w.record(abs, &bytes);
                 }
                 // A refused packet is dropped, as on a real link; the link counts it.

@@ -59,11 +59,15 @@ fn main() {
     for plan in plans {
         let (c, s) = (&fds[plan.path].0, &fds[plan.path].1);
         if plan.down {
-            down.push(Port::new(plan, seed, s.as_raw_fd(), c.as_raw_fd()));
+            let mut port = Port::new(plan, seed, s.as_raw_fd(), c.as_raw_fd());
+            if cfg.header_trace > 0 {
+                port.trace_headers(cfg.header_trace);
+            }
+            down.push(port);
         } else {
             let mut port = Port::new(plan, seed, c.as_raw_fd(), s.as_raw_fd());
-            if cfg.window_trace > 0 {
-                port.trace_windows(cfg.window_trace);
+            if cfg.header_trace > 0 {
+                port.trace_headers(cfg.header_trace);
             }
             up.push(port);
         }

@@ -1,10 +1,12 @@
-//! Reading what a receiver advertises from the ACKs that cross the up links: the TCP window
-//! (scaled by the factor its SYN announced), the cumulative ACK and the MPTCP Data ACK. This is
-//! how the kernel's receive window is compared with the model's (`rwnd_bytes` of the
-//! simulator's `connection` trace); nothing the emulator forwards depends on it.
+//! Reading the TCP and MPTCP headers of the packets that cross the links: on the up links the
+//! window each ACK advertises (scaled by the factor its SYN announced), its cumulative ACK and
+//! MPTCP Data ACK; on the down links each data segment's mapping (data sequence number and
+//! length). This is how the kernel's receive window and sending are compared with the model's
+//! traces; nothing the emulator forwards depends on it.
 //!
 //! Header layouts: IPv4 (RFC 791), TCP (RFC 9293 3.1), window scale (RFC 7323 2.2), MPTCP DSS
-//! (RFC 8684 3.3: subtype 2, flags `A` = Data ACK present, `a` = Data ACK is 8 octets).
+//! (RFC 8684 3.3: subtype 2, flags `A` = Data ACK present, `a` = Data ACK is 8 octets, `M` =
+//! mapping present, `m` = data sequence number is 8 octets).
 
 use std::collections::HashMap;
 
@@ -13,6 +15,7 @@ use std::collections::HashMap;
 pub struct Segment {
     pub src_port: u16,
     pub syn: bool,
+    pub seq: u32,
     pub ack: u32,
     /// The 16-bit window field, unscaled.
     pub window: u16,
@@ -20,6 +23,9 @@ pub struct Segment {
     pub wscale: Option<u8>,
     /// The Data ACK of an MPTCP DSS option, and whether it had 8 octets.
     pub data_ack: Option<(u64, bool)>,
+    /// The DSS mapping: data sequence number (and whether it had 8 octets), subflow sequence
+    /// number (relative to the initial one) and data-level length.
+    pub mapping: Option<Mapping>,
     pub payload_len: u32,
 }
 
@@ -30,6 +36,31 @@ const OPT_MPTCP: u8 = 30;
 const MPTCP_DSS: u8 = 2;
 const DSS_A: u8 = 0x01;
 const DSS_A8: u8 = 0x02;
+const DSS_M: u8 = 0x04;
+const DSS_M8: u8 = 0x08;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mapping {
+    pub dsn: u64,
+    pub wide: bool,
+    pub ssn: u32,
+    pub len: u16,
+}
+
+impl Mapping {
+    /// The data sequence number of the byte at subflow sequence number `seq` of a flow whose
+    /// initial sequence number is `isn` (RFC 8684 3.3.1: the mapping's subflow sequence
+    /// number is relative to it). One mapping covers a whole GSO segment, which leaves as
+    /// several packets carrying the same option.
+    pub fn dsn_at(&self, seq: u32, isn: u32) -> u64 {
+        let offset = seq.wrapping_sub(isn).wrapping_sub(self.ssn) as u64;
+        if self.wide {
+            self.dsn.wrapping_add(offset)
+        } else {
+            (self.dsn + offset) & 0xFFFF_FFFF
+        }
+    }
+}
 
 /// Parses an IPv4 packet carrying TCP; `None` for anything else or a truncated header.
 pub fn parse(ip: &[u8]) -> Option<Segment> {
@@ -49,10 +80,12 @@ pub fn parse(ip: &[u8]) -> Option<Segment> {
     let mut seg = Segment {
         src_port: u16::from_be_bytes([tcp[0], tcp[1]]),
         syn: tcp[13] & 0x02 != 0,
+        seq: u32::from_be_bytes([tcp[4], tcp[5], tcp[6], tcp[7]]),
         ack: u32::from_be_bytes([tcp[8], tcp[9], tcp[10], tcp[11]]),
         window: u16::from_be_bytes([tcp[14], tcp[15]]),
         wscale: None,
         data_ack: None,
+        mapping: None,
         payload_len: (tcp.len() - doff) as u32,
     };
     let mut opts = &tcp[20..doff];
@@ -74,12 +107,27 @@ pub fn parse(ip: &[u8]) -> Option<Segment> {
             OPT_WSCALE if body.len() == 1 => seg.wscale = Some(body[0].min(14)),
             OPT_MPTCP if body.len() >= 2 && body[0] >> 4 == MPTCP_DSS => {
                 let flags = body[1];
+                let mut at = 2;
+                let mut read = |n: usize| -> Option<u64> {
+                    let b = body.get(at..at + n)?;
+                    at += n;
+                    Some(b.iter().fold(0u64, |v, &x| (v << 8) | x as u64))
+                };
                 if flags & DSS_A != 0 {
                     let wide = flags & DSS_A8 != 0;
-                    let n = if wide { 8 } else { 4 };
-                    let b = body.get(2..2 + n)?;
-                    let v = b.iter().fold(0u64, |v, &x| (v << 8) | x as u64);
-                    seg.data_ack = Some((v, wide));
+                    seg.data_ack = Some((read(if wide { 8 } else { 4 })?, wide));
+                }
+                if flags & DSS_M != 0 {
+                    let wide = flags & DSS_M8 != 0;
+                    let dsn = read(if wide { 8 } else { 4 })?;
+                    let ssn = read(4)? as u32;
+                    let len = read(2)? as u16;
+                    seg.mapping = Some(Mapping {
+                        dsn,
+                        wide,
+                        ssn,
+                        len,
+                    });
                 }
             }
             _ => {}
@@ -89,9 +137,9 @@ pub fn parse(ip: &[u8]) -> Option<Segment> {
     Some(seg)
 }
 
-/// The advertised windows of one direction, one row per segment (at most `cap` rows).
+/// The headers of one direction, one row per TCP segment (at most `cap` rows).
 #[derive(Clone, Debug, Default, serde::Serialize)]
-pub struct WindowTrace {
+pub struct HeaderTrace {
     /// When the segment entered the link, ns since the emulator's origin.
     pub t_ns: Vec<u64>,
     pub src_port: Vec<u16>,
@@ -101,17 +149,26 @@ pub struct WindowTrace {
     /// The Data ACK (low 32 bits when the option carried 4 octets); absent: `u64::MAX`.
     pub data_ack: Vec<u64>,
     pub data_ack_wide: Vec<bool>,
+    /// The data sequence number of the segment's first byte, from its mapping (low 32 bits
+    /// when the mapping had 4 octets); absent: `u64::MAX`.
+    pub dsn: Vec<u64>,
+    pub dsn_wide: Vec<bool>,
+    pub payload_len: Vec<u32>,
     /// Segments not recorded because the trace was full.
     pub dropped_rows: u64,
     #[serde(skip)]
     cap: usize,
     #[serde(skip)]
     wscale: HashMap<u16, u8>,
+    /// Initial sequence number per flow (its SYN's), for the data sequence number of each
+    /// packet.
+    #[serde(skip)]
+    isn: HashMap<u16, u32>,
 }
 
-impl WindowTrace {
-    pub fn new(cap: usize) -> WindowTrace {
-        WindowTrace {
+impl HeaderTrace {
+    pub fn new(cap: usize) -> HeaderTrace {
+        HeaderTrace {
             cap,
             ..Default::default()
         }
@@ -122,6 +179,7 @@ impl WindowTrace {
         if seg.syn {
             // RFC 7323 2.2: the scale applies to every later segment of this connection.
             self.wscale.insert(seg.src_port, seg.wscale.unwrap_or(0));
+            self.isn.insert(seg.src_port, seg.seq);
         }
         if self.t_ns.len() >= self.cap {
             self.dropped_rows += 1;
@@ -139,6 +197,18 @@ impl WindowTrace {
         let (da, wide) = seg.data_ack.unwrap_or((u64::MAX, false));
         self.data_ack.push(da);
         self.data_ack_wide.push(wide);
+        let isn = self.isn.get(&seg.src_port).copied();
+        match (seg.mapping, isn) {
+            (Some(m), Some(isn)) => {
+                self.dsn.push(m.dsn_at(seg.seq, isn));
+                self.dsn_wide.push(m.wide);
+            }
+            _ => {
+                self.dsn.push(u64::MAX);
+                self.dsn_wide.push(false);
+            }
+        }
+        self.payload_len.push(seg.payload_len);
     }
 }
 
@@ -157,6 +227,7 @@ mod tests {
         p[9] = 6;
         let t = &mut p[20..];
         t[0..2].copy_from_slice(&40000u16.to_be_bytes());
+        t[4..8].copy_from_slice(&7u32.to_be_bytes());
         t[8..12].copy_from_slice(&7u32.to_be_bytes());
         t[12] = ((tcp_len / 4) as u8) << 4;
         t[13] = flags;
@@ -167,7 +238,7 @@ mod tests {
 
     #[test]
     fn reads_the_scale_from_the_syn_and_applies_it_afterwards() {
-        let mut tr = WindowTrace::new(10);
+        let mut tr = HeaderTrace::new(10);
         // SYN: MSS, NOP, window scale 7.
         tr.record(1, &packet(0x02, 64240, &[2, 4, 5, 0xb4, 1, 3, 3, 7], 0));
         // ACK with a DSS option: flags A|a, 8-octet Data ACK 0x0102030405060708.
@@ -180,8 +251,26 @@ mod tests {
     }
 
     #[test]
+    fn a_data_segment_s_mapping() {
+        // DSS with a 4-octet Data ACK and an 8-octet mapping: A | M | m, 4 + 4 + 8 + 4 + 2
+        // (+2 padding) bytes.
+        let dss = [
+            30, 22, 0x20, 0x0d, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 5, 0x90, 0, 0,
+        ];
+        let seg = parse(&packet(0x10, 9, &dss, 1424)).unwrap();
+        assert_eq!(seg.data_ack, Some((9, false)));
+        let m = seg.mapping.unwrap();
+        assert_eq!((m.dsn, m.wide, m.ssn, m.len), (256, true, 1, 0x0590));
+        assert_eq!(seg.payload_len, 1424);
+        // The packet's subflow sequence number is 7 (test packets); with an initial one of 5
+        // it is the mapping's second byte on: data sequence number 257.
+        assert_eq!(m.dsn_at(seg.seq, 5), 257);
+        assert_eq!(m.dsn_at(seg.seq.wrapping_add(1000), 5), 1257);
+    }
+
+    #[test]
     fn a_short_data_ack_and_a_full_trace() {
-        let mut tr = WindowTrace::new(1);
+        let mut tr = HeaderTrace::new(1);
         let dss = [30, 8, 0x20, 0x01, 0, 0, 1, 0];
         tr.record(5, &packet(0x10, 9, &dss, 100));
         tr.record(6, &packet(0x10, 9, &dss, 100));

@@ -134,6 +134,9 @@ fn udp_burst_through_the_engine_sees_rate_delay_and_queue() {
     let rx = sys::in_netns(sns, || UdpSocket::bind("10.20.0.1:9000")).unwrap();
     let tx = sys::in_netns(cns, || UdpSocket::bind("10.10.0.2:0")).unwrap();
     rx.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    // This thread stamps the arrivals: real-time priority, so that a busy machine does not
+    // delay its wake-ups (the emulator's threads have it too).
+    sys::tune_thread(5).ok();
     // 200 datagrams of 1250 bytes on the wire (1 ms each at 10 Mbit/s), sent at once.
     let payload = vec![0u8; 1250 - 28];
     let sent_at = sys::now_ns();
@@ -158,11 +161,21 @@ fn udp_burst_through_the_engine_sees_rate_delay_and_queue() {
     assert!((150..=155).contains(&n), "{n} delivered");
     assert_eq!(up.delivered, n);
     assert_eq!(up.queue_drops, 200 - n);
-    // The first arrives after one serialization and the propagation delay.
-    let first = (arrivals[0] - sent_at) as f64 / 1e6;
+    // Datagram k arrives after k + 1 serializations and the propagation delay, plus the time
+    // the receiving stack takes to hand it over: on a busy machine the kernel defers that to
+    // ksoftirqd now and then, by milliseconds, but not for every datagram. So the smallest
+    // excess over the ideal schedule is the emulator's own timing.
+    let excess_ms = arrivals
+        .iter()
+        .enumerate()
+        .map(|(k, &t)| {
+            let ideal = sent_at + delay.as_nanos() + (k as u64 + 1) * 1_000_000;
+            (t as f64 - ideal as f64) / 1e6
+        })
+        .fold(f64::INFINITY, f64::min);
     assert!(
-        (6.0..6.6).contains(&first),
-        "first arrival after {first} ms"
+        (0.0..0.6).contains(&excess_ms),
+        "arrivals at least {excess_ms} ms later than rate and delay allow"
     );
     // Back-to-back at the link rate.
     let span = (arrivals[arrivals.len() - 1] - arrivals[0]) as f64 / 1e9;

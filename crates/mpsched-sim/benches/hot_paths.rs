@@ -84,6 +84,7 @@ fn sender(scheduler: &str) -> Sender {
         SenderConfig {
             mptcp: true,
             sndbuf: Bytes(64 << 20),
+            sndbuf_autotune: false,
             initial_rwnd: Bytes(64 << 20),
             total: None,
             subflows: vec![sf(20), sf(100)],

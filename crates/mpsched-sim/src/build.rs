@@ -35,6 +35,7 @@ pub fn scenario(paths: Vec<PathConfig>, scheduler: &str, duration_ns: u64) -> Co
         scheduler_params: BTreeMap::new(),
         congestion: "cubic".into(),
         sndbuf_bytes: 6 * MIB,
+        sndbuf_autotune: true,
         rcvbuf_bytes: 6 * MIB,
         rcvbuf_initial_bytes: mpsched_core::conn::rcvwin::RCVBUF_INITIAL,
         rcvbuf_autotune: true,

@@ -20,7 +20,11 @@ pub struct Config {
     #[serde(default)]
     pub scheduler_params: BTreeMap<String, serde_json::Value>,
     pub congestion: String,
+    /// The send buffer; with `sndbuf_autotune`, `tcp_wmem[2]`: the most one socket's buffer
+    /// grows to.
     pub sndbuf_bytes: u64,
+    #[serde(default = "default_true")]
+    pub sndbuf_autotune: bool,
     /// `tcp_rmem[2]`: the largest the receive buffer gets.
     pub rcvbuf_bytes: u64,
     /// `tcp_rmem[1]`: where receive-buffer autotuning starts.

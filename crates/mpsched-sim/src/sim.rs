@@ -156,6 +156,7 @@ impl Simulation {
             SenderConfig {
                 mptcp,
                 sndbuf: Bytes(cfg.sndbuf_bytes),
+                sndbuf_autotune: cfg.sndbuf_autotune,
                 initial_rwnd: Bytes(client.initial_window()),
                 total,
                 subflows,

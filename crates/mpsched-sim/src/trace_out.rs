@@ -76,6 +76,7 @@ struct ConnSamples {
     rcvbuf_bytes: Vec<u64>,
     rwnd_bytes: Vec<u64>,
     sndbuf_used_bytes: Vec<u64>,
+    sndbuf_bytes: Vec<u64>,
     data_ack_bytes: Vec<u64>,
     bytes_delivered: Vec<u64>,
 }
@@ -124,6 +125,7 @@ impl Tracer {
         c.rcvbuf_bytes.push(client.rcvbuf());
         c.rwnd_bytes.push(client.rwnd());
         c.sndbuf_used_bytes.push(server.sndbuf_used_bytes());
+        c.sndbuf_bytes.push(server.data().sndbuf_bytes());
         c.data_ack_bytes
             .push(server.data().offset(server.data().una()));
         c.bytes_delivered.push(client.stats.delivered_bytes);
@@ -196,6 +198,7 @@ impl Tracer {
                     ("rcvbuf_bytes", Column::U64(c.rcvbuf_bytes)),
                     ("rwnd_bytes", Column::U64(c.rwnd_bytes)),
                     ("sndbuf_used_bytes", Column::U64(c.sndbuf_used_bytes)),
+                    ("sndbuf_bytes", Column::U64(c.sndbuf_bytes)),
                     ("data_ack_bytes", Column::U64(c.data_ack_bytes)),
                     ("bytes_delivered", Column::U64(c.bytes_delivered)),
                 ],

@@ -6,7 +6,7 @@
 //! received packets (`tcp_measure_rcv_mss`). A 1,500-byte packet received on a TUN or veth
 //! device occupies a 2,048-byte slab plus the `sk_buff`: 2,304 bytes. So with MPTCP's 1,424
 //! bytes of payload the ratio is 158/256 and a 6 MiB buffer advertises at most 3.88 MB, which
-//! `mpsched emulate --window-trace` measures on this machine's kernel.
+//! `mpsched emulate --trace-headers` measures on this machine's kernel.
 //!
 //! - Window (`__tcp_select_window`): `full = win(rcvbuf)`, `free = full - held`; a zero
 //!   window when `free < full / 2` and (`free < full / 16` or `free < mss`); otherwise
@@ -258,7 +258,7 @@ mod tests {
 
     #[test]
     fn the_ratio_and_the_windows_this_machine_s_kernel_advertises() {
-        // Measured with `mpsched emulate --window-trace` (MPTCP, TUN devices, Linux 6.18):
+        // Measured with `mpsched emulate --trace-headers` (MPTCP, TUN devices, Linux 6.18):
         // the largest windows of a 6 MiB and a 512 KiB buffer.
         assert_eq!(linux_ratio(MSS), 158);
         assert_eq!(linux_ratio(wire::MSS), 160);

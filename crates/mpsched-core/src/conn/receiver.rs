@@ -7,8 +7,11 @@
 //!   buffer autotuned; it is relative to the Data ACK and its right edge never moves left
 //!   (RFC 9293 3.8.6.2.2, Linux `tcp_select_window`, MPTCP `mptcp_set_rwin`).
 //! - Every ACK carries the cumulative Data ACK (RFC 8684 3.3.2).
-//! - Filling a connection-level hole frees much of the buffer at once; the window update goes
-//!   out at once, like Linux's `tcp_cleanup_rbuf` after a large read.
+//! - Filling a connection-level hole frees much of the buffer at once, but no ACK is owed for
+//!   it: as Linux's `mptcp_cleanup_rbuf` after the read, a subflow sends a window update only
+//!   if it owes an ACK for more than a segment, or if its window at least doubles and was at
+//!   most half the buffer's (`tcp_cleanup_rbuf`); the others tell the sender with their next
+//!   ACK.
 //! - Data beyond the window is dropped (and ACKed), as Linux does when the buffer is full.
 
 use crate::conn::rcvwin::{linux_ratio, RcvWindow, RcvWindowConfig};
@@ -65,6 +68,10 @@ pub struct Receiver {
     /// Payload of a full data segment (`wire::mss`).
     mss: u64,
     window: RcvWindow,
+    /// Per subflow: the window its last ACK advertised (`rcv_wnd`).
+    adv_window: Vec<u64>,
+    /// The window the last ACK on any subflow advertised (`msk->old_wspace`).
+    old_wspace: u64,
     subflows: Vec<SubflowRx>,
     data_rcv_nxt: u64,
     /// Connection-level out-of-order queue; index = dseq - data_rcv_nxt - 1.
@@ -94,6 +101,8 @@ impl Receiver {
         Receiver {
             mss: mss as u64,
             right_edge: window.initial_window(),
+            adv_window: vec![window.initial_window(); cfg.subflows],
+            old_wspace: window.initial_window(),
             window,
             stats: ReceiverStats {
                 delivered_by_subflow: vec![0; cfg.subflows],
@@ -176,8 +185,11 @@ impl Receiver {
         }
         let held = self.held_bytes();
         self.stats.peak_held_bytes = self.stats.peak_held_bytes.max(held);
-        if need == AckNeed::Now || filled_hole {
+        if need == AckNeed::Now {
             self.send_ack(now, i);
+        }
+        if filled_hole {
+            self.cleanup_rbuf(now);
         }
     }
 
@@ -246,9 +258,39 @@ impl Receiver {
         }
     }
 
+    /// `mptcp_cleanup_rbuf` after the application read what a filled hole released: which
+    /// subflows send a window update now.
+    fn cleanup_rbuf(&mut self, now: Time) {
+        let charged = self.charged_bytes();
+        let full = self.window.full_space();
+        let space = full.saturating_sub(charged);
+        let cleanup = space > 0 && space >= 2 * self.old_wspace;
+        for j in 0..self.subflows.len() {
+            let unacked = self.subflows[j].unacked_segments() as u64 * self.mss;
+            // mptcp_subflow_could_cleanup: an ACK is owed for more than one segment.
+            let owed = self.subflows[j].delack_at().is_some() && unacked > self.mss;
+            if !(cleanup || owed) {
+                continue;
+            }
+            // tcp_cleanup_rbuf: what the peer may still send on this subflow, against what
+            // it would be told now.
+            let now_window = self.adv_window[j].saturating_sub(unacked);
+            let doubles = 2 * now_window <= full && {
+                let new = self.window.window(j, charged);
+                new > 0 && new >= 2 * now_window
+            };
+            if owed || doubles {
+                self.send_ack(now, j);
+            }
+        }
+    }
+
     fn send_ack(&mut self, now: Time, i: usize) {
         let window = self.window.window(i, self.charged_bytes());
         self.right_edge = self.right_edge.max(self.data_rcv_nxt * self.mss + window);
+        let advertised = self.right_edge - self.data_rcv_nxt * self.mss;
+        self.adv_window[i] = advertised;
+        self.old_wspace = advertised;
         let sf = &mut self.subflows[i];
         let mut sack = [SackBlock { start: 0, end: 0 }; MAX_SACK_BLOCKS];
         let blocks = sf.sack_blocks();

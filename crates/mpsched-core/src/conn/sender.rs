@@ -4,7 +4,12 @@
 //! - RFC 8684 3.3: every data segment has a data sequence number; a Data ACK acknowledges the
 //!   stream cumulatively; the receive window is relative to the Data ACK (3.3.4) and shared by
 //!   all subflows; the window's right edge never moves left (RFC 7323 2.4 / RFC 9293 3.8.6).
-//! - `sndbuf`: the application keeps at most `sndbuf` bytes written and not yet Data-ACKed.
+//! - The send buffer: the application keeps at most `sndbuf` bytes written and not yet
+//!   Data-ACKed, and writes again once no more than two thirds of it are in use
+//!   (`sk_stream_is_writeable`). With autotuning (Linux's default) each subflow's buffer grows
+//!   to twice its window (`tcp_sndbuf_expand`) and an MPTCP connection's buffer is
+//!   `tcp_wmem[0]` plus its subflows' (`__mptcp_sync_sndbuf`); the configured `sndbuf` is then
+//!   `tcp_wmem[2]`, the most one socket's buffer may grow to.
 //! - RFC 8684 3.3.6 reinjection: data outstanding on a subflow that timed out is queued to be
 //!   sent again on another one (the out-of-tree kernel's `mptcp_reinject_data`).
 //! - A subflow only joins once its handshake is done (RFC 8684 3.2: MP_JOIN after the first
@@ -18,11 +23,14 @@ use crate::cc::{CcState, CongestionControl};
 use crate::conn::stats::Histogram;
 use crate::packet::{Ack, DataSeg, Packet, Payload};
 use crate::sched::{Decision, Reason, SchedCtx, SchedSample, Scheduler, SubflowSet, SubflowView};
-use crate::subflow::SubflowTx;
+use crate::subflow::tx::SubflowTx;
 use crate::time::{Dur, Time};
 use crate::trace::{AckTrace, BurstTrace, SentTrace};
 use crate::units::{wire, Bytes};
 use std::collections::VecDeque;
+
+/// `tcp_wmem[0]`, the base of an MPTCP connection's send buffer.
+const WMEM_MIN: u64 = 4096;
 
 #[derive(Clone, Debug)]
 pub struct SubflowConfig {
@@ -36,7 +44,10 @@ pub struct SubflowConfig {
 #[derive(Clone, Debug)]
 pub struct SenderConfig {
     pub mptcp: bool,
+    /// The send buffer; with `sndbuf_autotune`, `tcp_wmem[2]`.
     pub sndbuf: Bytes,
+    /// Linux send-buffer autotuning.
+    pub sndbuf_autotune: bool,
     /// The peer's receive buffer, the window before the first ACK.
     pub initial_rwnd: Bytes,
     /// Bytes to send in all; `None` is an endless bulk transfer.
@@ -65,6 +76,7 @@ pub struct DataQueue {
     first_unsent: u64,
     /// Right edge of the peer's receive window, in bytes of the data sequence space.
     right_edge: u64,
+    /// Send buffer in segments (at least one).
     sndbuf_segs: u64,
     total_segs: Option<u64>,
     last_len: u32,
@@ -124,8 +136,14 @@ impl DataQueue {
         let len = self.get(dseq).map_or(self.mss, |s| s.len) as u64;
         self.offset(dseq) + len <= self.right_edge
     }
+    /// The application cannot write: more than two thirds of the buffer hold data
+    /// (`sk_stream_wspace < sk_stream_min_wspace`, when Linux sets SOCK_NOSPACE).
     pub fn sndbuf_full(&self) -> bool {
-        self.segs.len() as u64 >= self.sndbuf_segs
+        3 * self.segs.len() as u64 > 2 * self.sndbuf_segs
+    }
+    /// Resizes the send buffer (autotuning only grows it).
+    fn set_sndbuf(&mut self, bytes: u64) {
+        self.sndbuf_segs = self.sndbuf_segs.max((bytes / self.mss as u64).max(1));
     }
     pub fn sndbuf_bytes(&self) -> u64 {
         self.sndbuf_segs * self.mss as u64
@@ -146,8 +164,11 @@ impl DataQueue {
         self.total_segs.is_some_and(|t| self.una >= t)
     }
 
-    /// The application writes as much as the send buffer allows.
+    /// The application, woken once the buffer is writable, fills it.
     fn write(&mut self) {
+        if self.sndbuf_full() {
+            return;
+        }
         let mut end = self.una + self.sndbuf_segs;
         if let Some(t) = self.total_segs {
             end = end.min(t);
@@ -242,11 +263,17 @@ impl Sender {
                 let mut sf = SubflowTx::new(i as u8, sc.established_at);
                 sf.seed_rtt(sc.handshake_rtt);
                 cc.init(i, &mut sf.cc, now);
+                sf.expand_sndbuf(cfg.sndbuf.0);
                 sf
             })
             .collect::<Vec<_>>();
         let mss = wire::mss(cfg.mptcp);
         let mut data = DataQueue::new(mss, cfg.sndbuf, cfg.total, cfg.initial_rwnd);
+        if cfg.sndbuf_autotune {
+            // Before the first ACK only the first subflow is up.
+            data.sndbuf_segs = 1;
+            data.set_sndbuf(Self::autotuned_sndbuf(cfg.mptcp, subflows.iter().take(1)));
+        }
         data.write();
         let n = subflows.len();
         let cfg_trace = cfg.trace;
@@ -297,6 +324,16 @@ impl Sender {
     fn established(&self, i: usize, now: Time) -> bool {
         now >= self.cfg.subflows[i].established_at
     }
+    /// The autotuned send buffer: a TCP socket's own, or for MPTCP `tcp_wmem[0]` (4 KiB) plus
+    /// the buffers of the subflows that joined (`__mptcp_sync_sndbuf`).
+    fn autotuned_sndbuf<'a>(mptcp: bool, joined: impl Iterator<Item = &'a SubflowTx>) -> u64 {
+        let sum: u64 = joined.map(|s| s.sndbuf()).sum();
+        if mptcp {
+            WMEM_MIN + sum
+        } else {
+            sum
+        }
+    }
 
     // ----- input -----
 
@@ -314,7 +351,15 @@ impl Sender {
             return;
         }
         self.snapshot_cc();
-        self.subflows[i].on_ack(now, &ack, self.cc.as_mut(), &self.cc_scratch);
+        let out = self.subflows[i].on_ack(now, &ack, self.cc.as_mut(), &self.cc_scratch);
+        if out.una_advanced && self.cfg.sndbuf_autotune {
+            self.subflows[i].expand_sndbuf(self.cfg.sndbuf.0);
+            let joined = (0..self.subflows.len())
+                .filter(|&j| self.established(j, now))
+                .map(|j| &self.subflows[j]);
+            let bytes = Self::autotuned_sndbuf(self.cfg.mptcp, joined);
+            self.data.set_sndbuf(bytes);
+        }
         let step = self.on_data_ack(now, &ack);
 
         let sf = &self.subflows[i];

@@ -111,6 +111,8 @@ pub struct SubflowView {
     pub delivery_rate_bps: u64,
     /// Segments sent and not yet cumulatively ACKed (the subflow's queued data).
     pub packets_out: u32,
+    /// The subflow socket's send buffer (`sk_sndbuf`, bytes), autotuned with its window.
+    pub sndbuf: u64,
     pub ca_state: CaState,
     pub last_penalized: Option<Time>,
 }
@@ -130,6 +132,7 @@ impl SubflowView {
             min_rtt: sf.rtt().min_rtt().unwrap_or(Dur::ZERO),
             delivery_rate_bps: sf.delivery_rate_bps(),
             packets_out: sf.packets_out(),
+            sndbuf: sf.sndbuf(),
             ca_state: sf.ca_state(),
             last_penalized: sf.last_penalized,
         }

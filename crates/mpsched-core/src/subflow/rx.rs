@@ -159,6 +159,11 @@ impl SubflowRx {
         AckNeed::Now
     }
 
+    /// Segments received in order since the last ACK.
+    pub fn unacked_segments(&self) -> u32 {
+        self.unacked_segs
+    }
+
     /// Called when an ACK is actually sent (immediate or delayed).
     pub fn on_ack_sent(&mut self) {
         self.unacked_segs = 0;

@@ -37,6 +37,17 @@ pub fn pacing_rate_bps(cwnd: u32, ssthresh: u32, packets_out: u32, srtt: Dur) ->
 /// RFC 6675 2: DupThresh.
 pub const DUP_THRESH: u64 = 3;
 
+/// Send-buffer memory per segment of cwnd in `tcp_sndbuf_expand` (`per_mss`: the MSS and
+/// header room rounded up to a power of two, plus the `sk_buff`). `ss -tm` on this machine's
+/// kernel shows `tb` = 2 x 2,304 x the largest cwnd of each subflow.
+pub const SNDBUF_PER_SEGMENT: u64 = 2304;
+
+/// `tcp_sndbuf_expand`: room for twice the window (CUBIC and Reno: `sndbuf_expand` = 2), at
+/// least the initial window's worth, at most `tcp_wmem[2]`.
+pub fn sndbuf_for(cwnd: u32, wmem_max: u64) -> u64 {
+    (2 * cwnd.max(INITIAL_CWND) as u64 * SNDBUF_PER_SEGMENT).min(wmem_max)
+}
+
 #[derive(Clone, Copy, Debug)]
 pub struct TxSeg {
     pub dseq: u64,
@@ -110,6 +121,8 @@ pub struct SubflowTx {
     pub last_penalized: Option<Time>,
     /// RFC 7323 TS.Recent: the latest TSval of the peer's ACKs, echoed in data segments.
     peer_ts: Time,
+    /// `sk_sndbuf` (bytes of memory): grows with the window, never shrinks.
+    sndbuf: u64,
     pub stats: SubflowTxStats,
 }
 
@@ -143,6 +156,7 @@ impl SubflowTx {
             delivery_rate_bps: 0,
             last_penalized: None,
             peer_ts: Time::ZERO,
+            sndbuf: 0,
             stats: SubflowTxStats::default(),
         }
     }
@@ -159,6 +173,19 @@ impl SubflowTx {
     pub fn snd_una(&self) -> u64 {
         self.snd_una
     }
+    /// `sk_sndbuf` now (bytes of memory).
+    pub fn sndbuf(&self) -> u64 {
+        self.sndbuf
+    }
+
+    /// `tcp_new_space` after an ACK freed queue memory (and `tcp_init_buffer_space`): the
+    /// buffer grows to twice the window unless the window is full (`tcp_should_expand_sndbuf`).
+    pub fn expand_sndbuf(&mut self, wmem_max: u64) {
+        if self.in_flight() < self.cc.cwnd || self.sndbuf == 0 {
+            self.sndbuf = self.sndbuf.max(sndbuf_for(self.cc.cwnd, wmem_max));
+        }
+    }
+
     /// The TSval a data segment sent now echoes.
     pub fn peer_ts(&self) -> Time {
         self.peer_ts
