@@ -272,7 +272,7 @@ def test_set_values_are_toml_when_they_parse() -> None:
         ({"path.wifi.rtt": "20 parsecs"}, "path[0].rtt ('wifi'): bad duration '20 parsecs'"),
         ({"path.wifi.rate": "30Mbsp"}, "path[0].rate ('wifi'): bad rate '30Mbsp'"),
         ({"path.wifi.queue": "5 apples"}, "path[0].queue ('wifi'): bad queue limit '5 apples'"),
-        ({"path.wifi.queue": "0pkt"}, "path[0].queue ('wifi'): queue must be > 0"),
+        ({"path.wifi.queue": "-1pkt"}, "path[0].queue ('wifi'): queue must be >= 0"),
         ({"path.wifi.delay_up": "-1ms"}, "path[0].delay_up ('wifi'): delay_up must be >= 0"),
         ({"connection.sndbuf": "6MB6"}, "connection.sndbuf: bad size '6MB6'"),
         ({"connection.rcvbuf": 0}, "connection.rcvbuf: rcvbuf must be > 0, got 0"),

@@ -77,6 +77,7 @@ class SubflowView:
     in_flight: int
     cwnd_space: int
     packets_out: int
+    sndbuf_bytes: int
     srtt_ns: int
     rttvar_ns: int
     min_rtt_ns: int
@@ -93,6 +94,7 @@ class SchedContext:
     data_una: int
     written_end: int
     window_bytes: int
+    mss: int
     sndbuf_full: bool
     bytes_sent: int
     def first_unsent(self) -> int | None: ...

@@ -183,6 +183,23 @@ def _expand(overrides: Mapping[str, Any]) -> dict[str, Any]:
     return {SHORTCUTS.get(key, key): value for key, value in overrides.items()}
 
 
+def run_native(config: Mapping[str, Any], *, benefit: bool = False) -> dict[str, Any]:
+    """The summary of a normalized scenario (:func:`mpsched.to_native`), without traces: the
+    lean path sweeps take. Invalid input raises :class:`ScenarioError`."""
+    start = time.perf_counter()
+    text = json.dumps(config)
+    try:
+        summary: dict[str, Any] = json.loads(native().run(text, False)[0])
+    except ValueError as exc:
+        raise ScenarioError(" ".join(str(exc).split())) from None
+    if benefit:
+        from .benefit import with_benefit
+
+        with_benefit(summary, config, lambda t: native().run(t, False))
+    summary["wall_s"] = time.perf_counter() - start
+    return summary
+
+
 def run(
     scenario: Source | Scenario = None,
     *,

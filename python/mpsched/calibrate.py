@@ -1,20 +1,7 @@
 """``mpsched calibrate``: the same scenarios on the Linux kernel and in the simulator, side by side.
 
-A target is a scenario file (one point) or a sweep file: a TOML document with a ``[sweep]``
-table naming a base scenario and the points to run, as ``--set`` overrides::
-
-    [sweep]
-    scenario = "../../scenarios/stms-lab.toml"   # relative to the sweep file
-    repetitions = 3
-    set = { "path.*.loss" = 0.0001 }             # applied to every point; path.* = every path
-
-    [[sweep.group]]
-    name = "slow-path RTT x router buffers"
-    grid = { "path.lte.rtt" = ["20ms", "50ms"], "path.*.queue" = ["50ms", "500ms"] }
-
-    [[sweep.point]]                              # a single point, in a group of its own name
-    name = "lab"
-    set = {}
+A target is a scenario file (one point) or a sweep file (``mpsched.sweepfile``: a base scenario
+and the points to run, as ``--set`` overrides, in grids or space-filling designs).
 
 Every point runs ``repetitions`` times on each side, repetition ``i`` with seed ``seed + i``
 (the emulator draws its losses from the same streams as the simulator). The kernel runs its own
@@ -28,119 +15,28 @@ kernel/simulator goodput ratio with its spread over the repetitions.
 from __future__ import annotations
 
 import datetime
-import itertools
 import json
-import os
 import platform
 import statistics
-import tomllib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import click
 
 from . import api
-from .errors import ScenarioError
-from .scenario import load, parse_set, read_source, to_native
+from .scenario import load, parse_set, to_native
+from .sweepfile import Point, Sweep, expand_paths, load_sweep
 
 __all__ = ["Point", "Sweep", "aggregate", "calibrate", "calibrate_command", "load_target", "render"]
 
 # A kernel/simulator goodput ratio this far from 1, beyond the kernel's own spread, is flagged.
 TOLERANCE = 0.10
 
+# Repetitions per point when the sweep file does not say.
+DEFAULT_REPETITIONS = 3
 
-@dataclass
-class Point:
-    group: str
-    name: str
-    overrides: dict[str, Any]
-
-
-@dataclass
-class Sweep:
-    title: str
-    base: dict[str, Any]
-    source: str
-    points: list[Point]
-    repetitions: int = 3
-    overrides: dict[str, Any] = field(default_factory=dict)
-
-
-def _expand_paths(overrides: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, Any]:
-    """``path.*.KEY`` stands for ``path.NAME.KEY`` of every path of the base scenario."""
-    names = [p.get("name") for p in base.get("path", []) if isinstance(p, dict)]
-    out: dict[str, Any] = {}
-    for key, value in overrides.items():
-        if key.startswith("path.*."):
-            for name in names:
-                out[f"path.{name}.{key[len('path.*.') :]}"] = value
-        else:
-            out[key] = value
-    return out
-
-
-def _label(overrides: Mapping[str, Any]) -> str:
-    return ", ".join(f"{k.removeprefix('path.').removeprefix('connection.')}={v}"
-                     for k, v in overrides.items()) or "base"  # fmt: skip
-
-
-def load_target(target: str | os.PathLike[str]) -> Sweep:
-    """A sweep file, or a scenario file as a sweep of one point."""
-    path = Path(target)
-    try:
-        raw = tomllib.loads(path.read_text("utf-8"))
-    except FileNotFoundError:
-        raise ScenarioError(f"{path}: no such scenario or sweep file") from None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ScenarioError(f"{path}: cannot read: {exc}") from None
-    if "sweep" not in raw:
-        load(raw)  # validate
-        return Sweep(title=path.stem, base=raw, source=str(path), points=[Point("", "", {})])
-    spec = raw["sweep"]
-    if not isinstance(spec, dict):
-        raise ScenarioError(f"{path}: [sweep] must be a table")
-    unknown = set(spec) - {"scenario", "repetitions", "set", "group", "point", "title"}
-    if unknown:
-        raise ScenarioError(f"{path}: sweep.{sorted(unknown)[0]}: unknown key")
-    scenario = spec.get("scenario")
-    if not isinstance(scenario, str):
-        raise ScenarioError(f"{path}: sweep.scenario: required (a scenario file)")
-    base_path = (path.parent / scenario).resolve()
-    base = read_source(base_path)
-    common = _expand_paths(spec.get("set") or {}, base)
-    points: list[Point] = []
-    for i, group in enumerate(spec.get("group") or []):
-        name = group.get("name") or f"group {i + 1}"
-        grid = group.get("grid") or {}
-        fixed = group.get("set") or {}
-        if not isinstance(grid, dict) or not grid:
-            raise ScenarioError(f"{path}: sweep.group[{i}].grid: a table of value lists")
-        keys = list(grid)
-        for values in itertools.product(*(grid[k] for k in keys)):
-            chosen = dict(zip(keys, values, strict=True))
-            overrides = {**fixed, **chosen}
-            points.append(Point(name, _label(chosen), _expand_paths(overrides, base)))
-    for point in spec.get("point") or []:
-        overrides = point.get("set") or {}
-        name = point.get("name") or _label(overrides)
-        points.append(Point(point.get("group") or name, name, _expand_paths(overrides, base)))
-    if not points:
-        raise ScenarioError(f"{path}: the sweep has no [[sweep.group]] or [[sweep.point]]")
-    repetitions = spec.get("repetitions", 3)
-    if not isinstance(repetitions, int) or repetitions < 1:
-        raise ScenarioError(f"{path}: sweep.repetitions: an integer >= 1")
-    for p in points:  # validate every point before running any
-        load(base, {**common, **p.overrides}, label=f"point {p.name!r}:")
-    return Sweep(
-        title=str(spec.get("title") or path.stem),
-        base=base,
-        source=str(path),
-        points=points,
-        repetitions=repetitions,
-        overrides=common,
-    )
+load_target = load_sweep
 
 
 def simulator_scheduler() -> tuple[str, str | None]:
@@ -207,11 +103,15 @@ def calibrate(
     repetitions: int | None = None,
     overrides: Mapping[str, Any] | None = None,
     resume: bool = False,
+    rerun_sim: bool = False,
     sim_scheduler: str | None = None,
     progress: Callable[[str], None] | None = None,
     emulate_options: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Run every point of ``sweep`` on both sides and write ``out``/report.md and report.json."""
+    """Run every point of ``sweep`` on both sides and write ``out``/report.md and report.json.
+
+    ``resume`` keeps the runs already in report.json; ``rerun_sim`` keeps only its kernel runs
+    and simulates every point again (after a change of the model)."""
     from .emulate import TestbedError, check_kernel_support, emulate, missing_capabilities
 
     reason = missing_capabilities("mptcp")
@@ -220,13 +120,15 @@ def calibrate(
     note = None
     if sim_scheduler is None:
         sim_scheduler, note = simulator_scheduler()
-    reps = repetitions or sweep.repetitions
-    extra = _expand_paths(overrides or {}, sweep.base)
+    reps = repetitions or sweep.repetitions or DEFAULT_REPETITIONS
+    extra = expand_paths(overrides or {}, sweep.base)
     out.mkdir(parents=True, exist_ok=True)
     state_path = out / "report.json"
     runs: dict[str, Any] = {}
-    if resume and state_path.exists():
+    if (resume or rerun_sim) and state_path.exists():
         runs = json.loads(state_path.read_text()).get("runs", {})
+        if rerun_sim:
+            runs = {k: r for k, r in runs.items() if r.get("side") == "kernel"}
     meta = {
         "title": sweep.title,
         "source": sweep.source,
@@ -461,6 +363,11 @@ def render(meta: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> str:
 )
 @click.option("--resume", is_flag=True, help="Keep the runs already in DIR/report.json.")
 @click.option(
+    "--rerun-sim",
+    is_flag=True,
+    help="Keep the kernel runs of DIR/report.json and simulate every point again.",
+)
+@click.option(
     "--sim-scheduler",
     metavar="NAME",
     help="Simulator scheduler (default: linux if the simulator has it, else minrtt).",
@@ -472,6 +379,7 @@ def calibrate_command(
     sets: tuple[str, ...],
     out: Path,
     resume: bool,
+    rerun_sim: bool,
     sim_scheduler: str | None,
 ) -> None:
     """Run TARGET (a scenario or a sweep file) on the kernel and in the simulator (needs root).
@@ -492,6 +400,7 @@ def calibrate_command(
             repetitions=repetitions,
             overrides=overrides,
             resume=resume,
+            rerun_sim=rerun_sim,
             sim_scheduler=sim_scheduler,
             progress=lambda line: click.echo(line, err=True),
         )

@@ -263,14 +263,48 @@ def bench_report(seconds: float) -> dict[str, Any]:
     }
 
 
+BENCH_SCENARIOS = ("a", "b", "c")
+BENCH_SWEEPS = ("e",)
+
+
 def bench_suite(names: list[str]) -> dict[str, Any]:
     """The fixed benchmark scenarios (a: 2 x 30 Mbit/s 60 s, b: 2 x 300 Mbit/s 600 s,
-    c: 8 x 100 Mbit/s 60 s) in this process, beside a bare event-heap loop."""
+    c: 8 x 100 Mbit/s 60 s) in this process, beside a bare event-heap loop, and the sweep
+    (e): paper 001's 400 settings on every core."""
     heap = float(api.native().bench_event_queue(5_000_000, 1024))
-    rows = json.loads(api.native().bench_scenarios(names))
+    single = [n for n in names if n in BENCH_SCENARIOS] if names else list(BENCH_SCENARIOS)
+    rows = json.loads(api.native().bench_scenarios(single)) if single else []
     for row in rows:
         row["ratio_to_heap"] = row["sim_s_per_wall_s"] / heap if heap else None
-    return {"heap_mevents_per_s": heap, "scenarios": rows}
+    sweeps = [bench_sweep()] if not names or "e" in names else []
+    return {"heap_mevents_per_s": heap, "scenarios": rows, "sweeps": sweeps}
+
+
+def bench_sweep() -> dict[str, Any]:
+    """(e): the 400 settings of paper 001's design (Table 1, low- and high-BDP), 60 s each with
+    LowRTT + RP, in worker processes on every core."""
+    import tempfile
+
+    from .sweep import run_sweep
+    from .sweepfile import load_sweep
+
+    sweep = load_sweep("paper001-bulk")
+    sweep.points = [p for p in sweep.points if p.factors["connection.scheduler"] == "default"]
+    cores = os.cpu_count() or 1
+    with tempfile.TemporaryDirectory() as tmp:
+        result = run_sweep(sweep, Path(tmp) / "sweep", jobs=cores)
+        simulated = float(result.results["duration_s"].sum())
+    return {
+        "name": "e",
+        "description": "paper 001's 400 settings, 60 s each, LowRTT + RP, every core",
+        "runs": result.done,
+        "failed": result.failed,
+        "cores": cores,
+        "wall_s": result.wall_s,
+        "runs_per_s": _rate(result.done, result.wall_s),
+        "simulated_s": simulated,
+        "sim_s_per_wall_s": _rate(simulated, result.wall_s),
+    }
 
 
 @cli.command("bench")
@@ -286,7 +320,7 @@ def bench_suite(names: list[str]) -> dict[str, Any]:
     "--scenario",
     "names",
     multiple=True,
-    type=click.Choice(["a", "b", "c"]),
+    type=click.Choice([*BENCH_SCENARIOS, *BENCH_SWEEPS]),
     help="Run only these fixed scenarios (repeatable; default: all).",
 )
 def bench_command(as_json: bool, seconds: float | None, names: tuple[str, ...]) -> None:
@@ -325,7 +359,15 @@ def bench_command(as_json: bool, seconds: float | None, names: tuple[str, ...]) 
                 "-" if rss is None else f"{rss / 2**20:,.0f} MiB",
                 _num(r["ratio_to_heap"], ",.1f"),
             )
-        Console(width=max(Console().width, 110)).print(table)
+        console = Console(width=max(Console().width, 110))
+        if suite["scenarios"]:
+            console.print(table)
+        for s in suite["sweeps"]:
+            console.print(
+                f"{s['name']}: {s['description']}: {s['runs']} runs in {s['wall_s']:.1f} s on "
+                f"{s['cores']} cores = {s['runs_per_s']:.1f} runs/s "
+                f"({s['sim_s_per_wall_s']:,.0f} simulated s per wall s)"
+            )
         return
     report = bench_report(seconds)
     if as_json:
@@ -352,9 +394,11 @@ def bench_command(as_json: bool, seconds: float | None, names: tuple[str, ...]) 
 # The kernel testbed's commands live with the testbed.
 from .calibrate import calibrate_command  # noqa: E402
 from .emulate import emulate_command  # noqa: E402
+from .sweep import sweep_command  # noqa: E402
 
 cli.add_command(emulate_command)
 cli.add_command(calibrate_command)
+cli.add_command(sweep_command)
 
 
 def _plot_errors(call: Any) -> list[Path]:

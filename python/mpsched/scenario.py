@@ -81,8 +81,8 @@ def _convert_queue(value: object, info: ValidationInfo) -> object:
     if value is None or isinstance(value, QueueLimit):
         return value
     limit = parse_queue(value)
-    if limit.value <= 0:
-        raise ValueError(f"{info.field_name} must be > 0, got {value!r}")
+    if limit.value < 0:
+        raise ValueError(f"{info.field_name} must be >= 0, got {value!r}")
     return limit
 
 

@@ -28,6 +28,7 @@ pub struct PySubflowView {
     in_flight: u32,
     cwnd_space: u32,
     packets_out: u32,
+    sndbuf_bytes: u64,
     srtt_ns: u64,
     rttvar_ns: u64,
     min_rtt_ns: u64,
@@ -49,6 +50,7 @@ impl PySubflowView {
             in_flight: v.in_flight,
             cwnd_space: v.cwnd_space,
             packets_out: v.packets_out,
+            sndbuf_bytes: v.sndbuf,
             srtt_ns: v.srtt.as_nanos(),
             rttvar_ns: v.rttvar.as_nanos(),
             min_rtt_ns: v.min_rtt.as_nanos(),
@@ -148,6 +150,11 @@ impl PyCtx {
     #[getter]
     fn window_bytes(&self) -> PyResult<u64> {
         Ok(self.get()?.window_bytes())
+    }
+    /// Payload bytes of a full data segment (1,424 for MPTCP).
+    #[getter]
+    fn mss(&self) -> PyResult<u32> {
+        Ok(self.get()?.mss())
     }
     #[getter]
     fn sndbuf_full(&self) -> PyResult<bool> {

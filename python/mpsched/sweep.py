@@ -1,0 +1,490 @@
+"""``mpsched sweep``: every point of a sweep file in the simulator, in parallel, every finished
+run kept.
+
+The points come from a sweep file (:mod:`mpsched.sweepfile`: grids and space-filling designs
+over a base scenario); each runs ``repetitions`` times, repetition ``i`` with seed
+``seed + i``. Runs go to worker processes on this machine (``jobs``, all cores by default) or,
+with ``backend="ray"``, to a Ray cluster. Each finished run is appended at once to
+``DIR/runs.jsonl`` (its key, point, seed and summary, one JSON object per line), so an
+interrupted sweep loses only the runs in progress, and ``resume=True`` skips the runs already
+there. When the sweep ends (or is interrupted) the journal becomes two Parquet tables:
+
+- ``DIR/results.parquet``: one row per run: ``group``, ``point``, ``rep``, ``key``, the swept
+  values as written (``set.KEY``), the normalized scenario (``scheduler``, ``congestion``,
+  ``seed``, ``duration_ns``, ``rcvbuf_bytes``, and per path ``path.NAME.rate_bps``,
+  ``.delay_down_ns``, ``.delay_up_ns``, ``.loss``, ``.queue``) and the summary's numbers
+  (``goodput_mbps``, ``completion_s``, ``ooo_delay_ms.mean``, ..., ``aggregation_benefit``
+  with ``benefit=True``), with ``error`` for a run that failed;
+- ``DIR/subflows.parquet``: one row per run and subflow, the summary's per-subflow numbers.
+
+``sweep.json`` records what was run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import multiprocessing
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .errors import ScenarioError
+from .scenario import load, parse_set, to_native
+from .sweepfile import Sweep, expand_paths, load_sweep, unique_names
+
+__all__ = ["SweepResult", "Task", "load_results", "run_sweep", "sweep_command", "tasks_of"]
+
+JOURNAL = "runs.jsonl"
+
+
+@dataclass(frozen=True)
+class Task:
+    """One run of a sweep: a point, a repetition, and the normalized scenario to simulate."""
+
+    key: str
+    group: str
+    point: str
+    rep: int
+    factors: dict[str, Any]
+    config: dict[str, Any]
+
+
+def tasks_of(
+    sweep: Sweep, *, repetitions: int | None = None, overrides: Mapping[str, Any] | None = None
+) -> list[Task]:
+    """Every run of ``sweep``, validated, in order."""
+    unique_names(sweep.points)
+    reps = repetitions or sweep.repetitions or 1
+    extra = expand_paths(overrides or {}, sweep.base)
+    out = []
+    for point in sweep.points:
+        base = {**sweep.overrides, **point.overrides, **extra}
+        seed = int(load(sweep.base, base, label=f"point {point.name!r}:").seed)
+        for rep in range(reps):
+            scenario = load(sweep.base, {**base, "seed": seed + rep})
+            out.append(
+                Task(
+                    key=f"{point.group}|{point.name}|{rep}",
+                    group=point.group,
+                    point=point.name,
+                    rep=rep,
+                    factors=dict(point.factors or point.overrides),
+                    config=to_native(scenario),
+                )
+            )
+    return out
+
+
+def simulate(task: Task, benefit: bool) -> dict[str, Any]:
+    """Runs one task (in a worker): its journal record."""
+    from . import api
+
+    record: dict[str, Any] = {
+        "key": task.key,
+        "group": task.group,
+        "point": task.point,
+        "rep": task.rep,
+        "factors": task.factors,
+        "config": task.config,
+    }
+    try:
+        record["summary"] = api.run_native(task.config, benefit=benefit)
+    except Exception as exc:  # a failed run is recorded, the sweep goes on
+        record["error"] = f"{type(exc).__name__}: {exc}"
+    return record
+
+
+def _ignore_sigint() -> None:
+    # Workers leave Ctrl-C to the parent, which stops them.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _local(tasks: list[Task], jobs: int, benefit: bool) -> Iterator[dict[str, Any]]:
+    if jobs == 1 or len(tasks) == 1:
+        for t in tasks:
+            yield simulate(t, benefit)
+        return
+    ctx = multiprocessing.get_context("fork")
+    pool = ctx.Pool(min(jobs, len(tasks)), initializer=_ignore_sigint)
+    try:
+        yield from pool.imap_unordered(_simulate_star, ((t, benefit) for t in tasks))
+        pool.close()
+    finally:
+        pool.terminate()
+        pool.join()
+
+
+def _simulate_star(args: tuple[Task, bool]) -> dict[str, Any]:
+    return simulate(*args)
+
+
+def _ray(tasks: list[Task], benefit: bool, address: str | None) -> Iterator[dict[str, Any]]:
+    try:
+        import ray
+    except ImportError:
+        raise ScenarioError(
+            "--backend ray: Ray is not installed (pip install 'mpsched[ray]')"
+        ) from None
+    ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
+    remote = ray.remote(simulate)
+    pending = [remote.remote(t, benefit) for t in tasks]
+    try:
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            yield ray.get(done[0])
+    finally:
+        for ref in pending:
+            with contextlib.suppress(Exception):
+                ray.cancel(ref, force=True)
+
+
+@dataclass
+class SweepResult:
+    """What a sweep left in its directory."""
+
+    out: Path
+    total: int
+    done: int
+    failed: int
+    interrupted: bool
+    wall_s: float
+
+    @property
+    def results(self) -> Any:
+        """``results.parquet`` as a pandas DataFrame."""
+        import pandas as pd
+
+        return pd.read_parquet(self.out / "results.parquet")
+
+    @property
+    def subflows(self) -> Any:
+        """``subflows.parquet`` as a pandas DataFrame."""
+        import pandas as pd
+
+        return pd.read_parquet(self.out / "subflows.parquet")
+
+
+def _read_journal(path: Path) -> dict[str, dict[str, Any]]:
+    records: dict[str, dict[str, Any]] = {}
+    if not path.exists():
+        return records
+    for line in path.read_text("utf-8").splitlines():
+        with contextlib.suppress(json.JSONDecodeError):  # a line cut short by a crash
+            r = json.loads(line)
+            records[r["key"]] = r
+    return records
+
+
+def run_sweep(
+    sweep: Sweep | str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    jobs: int | None = None,
+    repetitions: int | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    resume: bool = False,
+    benefit: bool = False,
+    backend: str = "local",
+    ray_address: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> SweepResult:
+    """Run every point of ``sweep`` (a :class:`Sweep` or a sweep file) and write ``out``.
+
+    ``jobs`` worker processes (default: every core) run the points; ``backend="ray"`` sends
+    them to Ray instead (``ray_address``, default ``RAY_ADDRESS`` or a local instance).
+    ``resume`` keeps the runs already in ``out/runs.jsonl`` (and retries failed ones);
+    otherwise an existing journal is an error. ``progress(done, total)`` is called after each
+    run. Ctrl-C stops the workers; the finished runs are written out and the result says
+    ``interrupted``.
+    """
+    if not isinstance(sweep, Sweep):
+        sweep = load_sweep(sweep)
+    if backend not in ("local", "ray"):
+        raise ScenarioError(f"backend: unknown backend {backend!r} (local or ray)")
+    tasks = tasks_of(sweep, repetitions=repetitions, overrides=overrides)
+    out_dir = Path(out)
+    journal = out_dir / JOURNAL
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ScenarioError(f"out {out_dir}: cannot write: {exc.strerror or exc}") from None
+    if journal.exists() and not resume:
+        raise ScenarioError(
+            f"out {out_dir}: holds a sweep already ({JOURNAL}); use --resume or another --out"
+        )
+    done = {k: r for k, r in _read_journal(journal).items() if "error" not in r}
+    todo = [t for t in tasks if t.key not in done]
+    meta = {
+        "title": sweep.title,
+        "source": sweep.source,
+        "runs": len(tasks),
+        "repetitions": repetitions or sweep.repetitions or 1,
+        "overrides": {**sweep.overrides, **(overrides or {})},
+        "benefit": benefit,
+    }
+    (out_dir / "sweep.json").write_text(json.dumps(meta, indent=2) + "\n", "utf-8")
+    start = time.perf_counter()
+    records = dict(done)
+    interrupted = False
+    if progress:
+        progress(len(done), len(tasks))
+    stream = (
+        _local(todo, jobs or os.cpu_count() or 1, benefit)
+        if backend == "local"
+        else _ray(todo, benefit, ray_address or os.environ.get("RAY_ADDRESS"))
+    )
+    with journal.open("a", encoding="utf-8") as log:
+        try:
+            for record in stream:
+                log.write(json.dumps(record) + "\n")
+                log.flush()
+                records[record["key"]] = record
+                if progress:
+                    progress(len(records), len(tasks))
+        except KeyboardInterrupt:
+            interrupted = True
+        finally:
+            with contextlib.suppress(Exception):
+                stream.close()  # type: ignore[attr-defined]
+    order = {t.key: i for i, t in enumerate(tasks)}
+    kept = sorted((r for r in records.values() if r["key"] in order), key=lambda r: order[r["key"]])
+    write_tables(kept, out_dir)
+    return SweepResult(
+        out=out_dir,
+        total=len(tasks),
+        done=len(kept),
+        failed=sum("error" in r for r in kept),
+        interrupted=interrupted,
+        wall_s=time.perf_counter() - start,
+    )
+
+
+# --- tables ---
+
+_SCALARS = (
+    "goodput_mbps",
+    "bytes_delivered",
+    "completion_s",
+    "duration_s",
+    "events",
+    "data_packets",
+    "acks_sent",
+    "opportunistic_retransmits",
+    "reinjections",
+    "penalizations",
+    "window_probes",
+    "peak_reorder_bytes",
+    "aggregation_benefit",
+)
+_NESTED = ("ooo_delay_ms", "data_ack_step_segments")
+_SUBFLOW_SKIP = ("name",)
+
+
+def _scenario_columns(config: Mapping[str, Any]) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        k: config.get(k)
+        for k in (
+            "protocol",
+            "scheduler",
+            "congestion",
+            "seed",
+            "duration_ns",
+            "sndbuf_bytes",
+            "rcvbuf_bytes",
+        )
+    }
+    for p in config.get("paths", []):
+        pre = f"path.{p['name']}."
+        row[pre + "rate_bps"] = p["down"]["rate_bps"]
+        row[pre + "delay_down_ns"] = p["down"]["delay_ns"]
+        row[pre + "delay_up_ns"] = p["up"]["delay_ns"]
+        row[pre + "loss"] = p["down"]["loss"]
+        ((kind, value),) = p["down"]["queue"].items()
+        row[pre + "queue"] = f"{value} {kind}"
+    return row
+
+
+def _rows(records: Iterable[Mapping[str, Any]]) -> tuple[list[dict], list[dict]]:
+    runs, subflows = [], []
+    for r in records:
+        row: dict[str, Any] = {"group": r["group"], "point": r["point"], "rep": r["rep"]}
+        row["key"] = r["key"]
+        for k, v in (r.get("factors") or {}).items():
+            row[f"set.{k}"] = v if isinstance(v, str | int | float | bool) else json.dumps(v)
+        row.update(_scenario_columns(r.get("config") or {}))
+        s = r.get("summary")
+        row["error"] = r.get("error")
+        if s is not None:
+            for k in _SCALARS:
+                row[k] = s.get(k)
+            for k in _NESTED:
+                for q, v in (s.get(k) or {}).items():
+                    row[f"{k}.{q}"] = v
+            for i, sf in enumerate(s.get("subflows") or []):
+                sub = {"key": r["key"], "group": r["group"], "point": r["point"]}
+                sub.update(rep=r["rep"], subflow=i, name=sf.get("name"))
+                sub.update({k: v for k, v in sf.items() if k not in _SUBFLOW_SKIP})
+                subflows.append(sub)
+        runs.append(row)
+    return runs, subflows
+
+
+def write_tables(records: list[Mapping[str, Any]], out: Path) -> None:
+    """``results.parquet`` and ``subflows.parquet`` from journal records."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    runs, subflows = _rows(records)
+    for name, rows in (("results", runs), ("subflows", subflows)):
+        columns: dict[str, list[Any]] = {}
+        for row in rows:
+            for k in row:
+                columns.setdefault(k, [])
+        for row in rows:
+            for k in columns:
+                columns[k].append(row.get(k))
+        table = pa.table(columns) if rows else pa.table({"key": pa.array([], pa.string())})
+        pq.write_table(table, out / f"{name}.parquet")
+
+
+def load_results(out: str | os.PathLike[str]) -> SweepResult:
+    """A sweep directory read back (the tables are rewritten from its journal)."""
+    out_dir = Path(out)
+    records = list(_read_journal(out_dir / JOURNAL).values())
+    if not records:
+        raise ScenarioError(f"{out_dir}: no sweep here ({JOURNAL} missing or empty)")
+    meta = json.loads((out_dir / "sweep.json").read_text("utf-8"))
+    write_tables(records, out_dir)
+    return SweepResult(
+        out=out_dir,
+        total=int(meta.get("runs", len(records))),
+        done=len(records),
+        failed=sum("error" in r for r in records),
+        interrupted=False,
+        wall_s=0.0,
+    )
+
+
+# --- the command ---
+
+
+@click.command("sweep")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path), required=False)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Directory of the results (default: sweeps/NAME of the sweep file).",
+)
+@click.option("--jobs", "-j", type=click.IntRange(1, 4096), help="Worker processes (all cores).")
+@click.option("--repetitions", "-n", type=click.IntRange(1, 10_000), help="Runs per point.")
+@click.option("--duration", metavar="D", help="Duration of every run, e.g. 30s.")
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a key of every point (path.*.KEY for every path; repeatable).",
+)
+@click.option("--benefit", is_flag=True, help="Also run plain TCP per path: aggregation benefit.")
+@click.option("--resume", is_flag=True, help="Keep the runs already in DIR and run the rest.")
+@click.option(
+    "--backend",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="Worker processes on this machine, or a Ray cluster.",
+)
+@click.option("--ray-address", metavar="ADDR", help="Ray cluster address (default RAY_ADDRESS).")
+@click.option("--list", "list_only", is_flag=True, help="List the built-in experiments.")
+def sweep_command(
+    file: Path | None,
+    out: Path | None,
+    jobs: int | None,
+    repetitions: int | None,
+    duration: str | None,
+    sets: tuple[str, ...],
+    benefit: bool,
+    resume: bool,
+    backend: str,
+    ray_address: str | None,
+    list_only: bool,
+) -> None:
+    """Run every point of the sweep FILE (or a built-in experiment: --list) in the simulator,
+    in parallel.
+
+    Writes DIR/runs.jsonl (each run as it finishes), DIR/results.parquet (one row per run),
+    DIR/subflows.parquet (one row per run and subflow) and DIR/sweep.json. Interrupted, it
+    keeps every finished run; --resume runs the rest.
+    """
+    if list_only or file is None:
+        from .sweepfile import EXPERIMENTS, experiments
+
+        if not list_only:
+            raise ScenarioError("sweep: give a sweep file or a built-in experiment (--list)")
+        for name in experiments():
+            click.echo(f"{name}  {EXPERIMENTS / (name + '.toml')}")
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    sweep = load_sweep(file)
+    overrides = parse_set(sets)
+    if duration is not None:
+        overrides["duration"] = duration
+    out_dir = out if out is not None else Path("runs") / file.stem
+    console = Console(stderr=True)
+    bar = Progress(
+        TextColumn("[bold]sweep[/bold]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("runs"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=not console.is_terminal,
+        disable=not console.is_terminal,
+    )
+    with bar:
+        job = bar.add_task("sweep", total=None)
+
+        def tick(done: int, total: int) -> None:
+            bar.update(job, completed=done, total=total)
+
+        result = run_sweep(
+            sweep,
+            out_dir,
+            jobs=jobs,
+            repetitions=repetitions,
+            overrides=overrides,
+            resume=resume,
+            benefit=benefit,
+            backend=backend,
+            ray_address=ray_address,
+            progress=tick,
+        )
+    rate = result.done / result.wall_s if result.wall_s > 0 else 0.0
+    console.print(
+        f"{result.done} of {result.total} runs in {out_dir} ({result.wall_s:.1f} s, "
+        f"{rate:.1f} runs/s){f', {result.failed} failed' if result.failed else ''}"
+    )
+    if result.interrupted:
+        console.print("interrupted: the finished runs are kept; resume with --resume")
+        sys.exit(130)
+    if result.failed:
+        sys.exit(1)

@@ -1,0 +1,243 @@
+"""Sweeps: the sweep file (grids, space-filling designs), the runner (parallel, resumable, every
+finished run kept) and its tables."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+import types
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import mpsched
+from mpsched import sweep as sweep_mod
+from mpsched.errors import ScenarioError
+from mpsched.sweepfile import latin_hypercube, load_sweep
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SWEEP = """
+[sweep]
+title = "small"
+scenario = "{scenario}"
+repetitions = 2
+
+[[sweep.group]]
+name = "grid"
+grid = {{ "path.lte.rtt" = ["50ms", "150ms"], "connection.scheduler" = ["minrtt", "rr"] }}
+set = {{ "duration" = "2s" }}
+"""
+
+
+def write_sweep(tmp: Path, text: str = SWEEP) -> Path:
+    path = tmp / "sweep.toml"
+    path.write_text(text.format(scenario=ROOT / "scenarios" / "stms-lab.toml"))
+    return path
+
+
+def test_a_latin_hypercube_puts_one_point_in_every_stratum() -> None:
+    design = np.array(latin_hypercube(50, 3, seed=7))
+    assert design.shape == (50, 3)
+    for column in design.T:
+        # Each of the 50 strata [k/50, (k+1)/50) holds exactly one point.
+        assert sorted((column * 50).astype(int)) == list(range(50))
+    assert latin_hypercube(50, 3, seed=7) == design.tolist()  # deterministic
+    assert latin_hypercube(50, 3, seed=8) != design.tolist()
+
+
+def test_maximin_spreads_the_points_more_than_one_random_hypercube() -> None:
+    def gap(d: np.ndarray) -> float:
+        dist = np.sqrt(((d[:, None, :] - d[None, :, :]) ** 2).sum(-1))
+        np.fill_diagonal(dist, np.inf)
+        return float(dist.min())
+
+    best = gap(np.array(latin_hypercube(40, 4, seed=1, candidates=64)))
+    single = [gap(np.array(latin_hypercube(40, 4, seed=s, candidates=1))) for s in range(20)]
+    assert best >= max(single)
+
+
+def test_the_paper001_sweep_fills_table1_s_domains() -> None:
+    sweep = load_sweep(ROOT / "experiments" / "paper001-bulk.toml")
+    # 200 settings per environment, each with the three schedulers.
+    assert len(sweep.points) == 2 * 200 * 3
+    low = [p for p in sweep.points if p.group == "low-BDP"]
+    rates = [mpsched.load(None, {"path.wifi.rate": p.factors["path.a.rate"]}).path[0].rate
+             for p in low[::3]]  # fmt: skip
+    assert min(rates) >= 100_000 and max(rates) <= 100_000_000
+    # Space-filling: the 200 rates cover every fifth of the range.
+    fifths = {int((r - 100_000) / (99_900_000 / 5)) for r in rates}
+    assert fifths >= {0, 1, 2, 3, 4}
+    high = [p for p in sweep.points if p.group == "high-BDP"]
+    assert max(float(p.factors["path.b.queue"].removesuffix("ms")) for p in high) > 1800
+
+
+@pytest.mark.parametrize(
+    ("group", "message"),
+    [
+        ('design = "sobol"\npoints = 3\nfactors = { "duration" = ["1s", "2s"] }', "unknown design"),
+        ('design = "lhs"\npoints = 3\nfactors = { "duration" = ["1s", "2ms"] }', "same unit"),
+        ('design = "lhs"\npoints = 3\nfactors = { "duration" = ["2s", "1s"] }', "low must be"),
+        ('design = "lhs"\npoints = 0\nfactors = { "duration" = ["1s", "2s"] }', "points"),
+        ('design = "lhs"\npoints = 3\nfactors = { "duration" = ["1s"] }', "[low, high]"),
+        ('factors = { "duration" = ["1s", "2s"] }', "needs design"),
+        ('name = "x"', "needs a grid, a design, or both"),
+        ('grid = { "path.lte.rtt" = [] }', "non-empty"),
+        ('grid = { "path.lte.rtt" = ["-5ms"] }', "path[1].rtt"),
+        ('grid = { "x" = [1] }\nbogus = 1', "bogus: unknown key"),
+    ],
+)
+def test_bad_sweep_files_name_the_field(tmp_path: Path, group: str, message: str) -> None:
+    base = ROOT / "scenarios" / "stms-lab.toml"
+    text = f'[sweep]\nscenario = "{base}"\n[[sweep.group]]\n{group}\n'
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(ScenarioError, match=message.replace("[", r"\[").replace("(", r"\(")):
+        load_sweep(path)
+
+
+def test_a_sweep_runs_every_point_and_repetition_as_mpsched_run_would(tmp_path: Path) -> None:
+    result = sweep_mod.run_sweep(write_sweep(tmp_path), tmp_path / "out", jobs=2)
+    assert (result.total, result.done, result.failed, result.interrupted) == (8, 8, 0, False)
+    runs = result.results
+    assert len(runs) == 8
+    assert set(runs["scheduler"]) == {"minrtt", "rr"}
+    assert set(runs["path.lte.delay_down_ns"]) == {25_000_000, 75_000_000}
+    assert set(runs["rep"]) == {0, 1} and set(runs["seed"]) == {1, 2}
+    # Each row is exactly the summary of that point's run.
+    row = runs[(runs["scheduler"] == "rr") & (runs["set.path.lte.rtt"] == "150ms")].iloc[1]
+    alone = mpsched.run(
+        duration="2s", scheduler="rr", seed=int(row["seed"]), **{"path.lte.rtt": "150ms"}
+    ).summary
+    assert row["goodput_mbps"] == alone["goodput_mbps"]
+    assert row["ooo_delay_ms.p99"] == alone["ooo_delay_ms"]["p99"]
+    sub = result.subflows
+    assert len(sub) == 16 and set(sub["name"]) == {"wifi", "lte"}
+    mine = sub[sub["key"] == row["key"]].sort_values("subflow")
+    assert list(mine["bytes_delivered"]) == [s["bytes_delivered"] for s in alone["subflows"]]
+
+
+def test_one_worker_and_two_give_the_same_tables(tmp_path: Path) -> None:
+    a = sweep_mod.run_sweep(write_sweep(tmp_path), tmp_path / "a", jobs=1).results
+    b = sweep_mod.run_sweep(write_sweep(tmp_path), tmp_path / "b", jobs=2).results
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_an_interrupted_sweep_keeps_its_runs_and_resumes(tmp_path: Path) -> None:
+    path = write_sweep(tmp_path)
+    full = sweep_mod.run_sweep(path, tmp_path / "full", jobs=1).results
+
+    def interrupt_after_three(done: int, total: int) -> None:
+        if done == 3:
+            raise KeyboardInterrupt
+
+    out = tmp_path / "cut"
+    cut = sweep_mod.run_sweep(path, out, jobs=1, progress=interrupt_after_three)
+    assert cut.interrupted and cut.done == 3
+    assert len(cut.results) == 3
+    assert len((out / "runs.jsonl").read_text().splitlines()) == 3
+    # Without --resume the directory is refused; with it, only the rest runs.
+    with pytest.raises(ScenarioError, match="resume"):
+        sweep_mod.run_sweep(path, out, jobs=1)
+    ran: list[int] = []
+    done = sweep_mod.run_sweep(path, out, jobs=2, resume=True, progress=lambda d, t: ran.append(d))
+    assert (done.done, done.interrupted) == (8, False)
+    assert ran[0] == 3  # started from the three kept runs
+    pd.testing.assert_frame_equal(done.results, full)
+
+
+def test_ctrl_c_stops_the_command_and_keeps_the_finished_runs(tmp_path: Path) -> None:
+    text = SWEEP.replace('"duration" = "2s"', '"duration" = "20s"').replace(
+        '["minrtt", "rr"]', '["minrtt", "rr", "default", "bm", "blest", "ecf"]'
+    )
+    path = write_sweep(tmp_path, text.replace("repetitions = 2", "repetitions = 4"))
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mpsched", "sweep", str(path), "--out", str(out), "-j", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    journal = out / "runs.jsonl"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if journal.exists() and len(journal.read_text().splitlines()) >= 2:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    kept = journal.read_text().splitlines()
+    assert 2 <= len(kept) < 48
+    assert len(pd.read_parquet(out / "results.parquet")) == len(kept)
+    # No worker is left behind.
+    time.sleep(0.2)
+    left = subprocess.run(
+        ["pgrep", "-f", f"sweep {path}"], capture_output=True, text=True, check=False
+    )
+    assert left.stdout.strip() == ""
+
+
+def test_the_command_reports_and_refuses_bad_input(tmp_path: Path) -> None:
+    path = write_sweep(tmp_path)
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "mpsched", "sweep", str(path), "--out", str(out)]
+    done = subprocess.run(
+        [*cmd, "--set", "duration=1s"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "8 of 8 runs" in done.stderr
+    again = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    assert again.returncode == 2 and "--resume" in again.stderr
+    bad = subprocess.run(
+        [*cmd, "--resume", "--set", "connection.schedulr=rr"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert bad.returncode == 2
+    assert bad.stderr.strip().splitlines()[-1].startswith("error:")
+    assert "schedulr" in bad.stderr
+
+
+def test_the_ray_backend_sends_the_same_runs(tmp_path: Path, monkeypatch) -> None:
+    """Against a stand-in for Ray that runs each task in this process (the real thing is
+    exercised where Ray is installed)."""
+    calls: dict[str, object] = {}
+
+    class Ref:
+        def __init__(self, value: object) -> None:
+            self.value = value
+
+    def remote(fn):
+        return types.SimpleNamespace(remote=lambda *a: Ref(fn(*a)))
+
+    fake = types.SimpleNamespace(
+        init=lambda **kw: calls.setdefault("init", kw),
+        remote=remote,
+        wait=lambda refs, num_returns: (refs[:num_returns], refs[num_returns:]),
+        get=lambda ref: ref.value,
+        cancel=lambda ref, force: None,
+    )
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    path = write_sweep(tmp_path)
+    via_ray = sweep_mod.run_sweep(path, tmp_path / "ray", backend="ray", ray_address="ray://x")
+    local = sweep_mod.run_sweep(path, tmp_path / "local", jobs=1)
+    assert calls["init"]["address"] == "ray://x"
+    pd.testing.assert_frame_equal(via_ray.results, local.results)
+
+
+def test_results_load_back_from_the_journal(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    sweep_mod.run_sweep(write_sweep(tmp_path), out, jobs=2)
+    (out / "results.parquet").unlink()
+    again = sweep_mod.load_results(out)
+    assert again.done == 8 and len(again.results) == 8
+    meta = json.loads((out / "sweep.json").read_text())
+    assert meta["runs"] == 8 and meta["title"] == "small"
