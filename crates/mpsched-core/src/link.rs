@@ -67,16 +67,20 @@ pub struct Link<P: HasWireLen = Packet> {
     limit: QueueLimit,
     loss: f64,
     rng: Rng,
-    /// Packets waiting or in service; the head is on the wire until `busy_until`.
-    queue: VecDeque<P>,
+    /// Every packet in the link, in order: first those propagating (the delay line, with
+    /// their arrival times, non-decreasing: a link never reorders), from index `in_pipe` on
+    /// those waiting or in service. One deque, so that a packet is not moved from the queue
+    /// to the delay line.
+    packets: VecDeque<(Time, P)>,
+    in_pipe: usize,
     queued_bytes: u64,
-    /// When the head of `queue` finishes serialization (meaningful if the queue is non-empty).
+    /// When the first queued packet finishes serialization (meaningful if any is queued).
     head_done: Time,
-    /// Packets propagating, with their arrival times (non-decreasing: a link never reorders).
-    pipe: VecDeque<(Time, P)>,
     stats: LinkStats,
     /// Serialization times of the last two wire lengths seen, at the current rate.
     tx_cache: [(u32, Dur); 2],
+    /// The byte limit at the current rate (`None`: a packet limit).
+    limit_bytes: Option<u64>,
 }
 
 impl<P: HasWireLen> Link<P> {
@@ -88,12 +92,13 @@ impl<P: HasWireLen> Link<P> {
             limit: cfg.queue,
             loss: cfg.loss,
             rng,
-            queue: VecDeque::new(),
+            packets: VecDeque::new(),
+            in_pipe: 0,
             queued_bytes: 0,
             head_done: Time::ZERO,
-            pipe: VecDeque::new(),
             stats: LinkStats::default(),
             tx_cache: [(0, Dur::ZERO); 2],
+            limit_bytes: Self::bytes_of(cfg.queue, cfg.rate),
         }
     }
 
@@ -111,11 +116,11 @@ impl<P: HasWireLen> Link<P> {
         self.queued_bytes
     }
 
-    fn limit_bytes(&self) -> Option<u64> {
-        match self.limit {
+    fn bytes_of(limit: QueueLimit, rate: Rate) -> Option<u64> {
+        match limit {
             QueueLimit::Bytes(b) => Some(b),
             QueueLimit::Packets(_) => None,
-            QueueLimit::Time(d) => Some(self.rate.bytes_in(d)),
+            QueueLimit::Time(d) => Some(rate.bytes_in(d)),
         }
     }
 
@@ -129,12 +134,12 @@ impl<P: HasWireLen> Link<P> {
             return Err(Drop::Random);
         }
         let fits = match self.limit {
-            QueueLimit::Packets(n) => (self.queue.len() as u64) < n.max(1),
+            QueueLimit::Packets(n) => (self.queued() as u64) < n.max(1),
             _ => {
                 // A queue always admits a packet when it is empty, whatever its byte limit,
                 // so that a limit below one MTU means "no buffering" rather than "no link".
-                self.queue.is_empty()
-                    || self.queued_bytes + pkt.wire_len() as u64 <= self.limit_bytes().unwrap_or(0)
+                self.queued() == 0
+                    || self.queued_bytes + pkt.wire_len() as u64 <= self.limit_bytes.unwrap_or(0)
             }
         };
         if !fits {
@@ -142,12 +147,17 @@ impl<P: HasWireLen> Link<P> {
             return Err(Drop::QueueFull);
         }
         self.stats.enqueued += 1;
-        if self.queue.is_empty() {
+        if self.queued() == 0 {
             self.head_done = now + self.tx_time(pkt.wire_len());
         }
         self.queued_bytes += pkt.wire_len() as u64;
-        self.queue.push_back(pkt);
+        self.packets.push_back((Time::ZERO, pkt));
         Ok(())
+    }
+
+    /// Packets waiting or in service.
+    fn queued(&self) -> usize {
+        self.packets.len() - self.in_pipe
     }
 
     fn tx_time(&mut self, len: u32) -> Dur {
@@ -161,13 +171,17 @@ impl<P: HasWireLen> Link<P> {
 
     /// Moves every packet whose serialization has finished by `now` into the delay line.
     fn advance(&mut self, now: Time) {
-        while !self.queue.is_empty() && self.head_done <= now {
+        while self.in_pipe < self.packets.len() && self.head_done <= now {
             let done = self.head_done;
-            let pkt = self.queue.pop_front().expect("non-empty");
+            let last = match self.in_pipe {
+                0 => Time::ZERO,
+                i => self.packets[i - 1].0,
+            };
+            let (arrival, pkt) = &mut self.packets[self.in_pipe];
+            *arrival = (done + self.delay).max(last);
             self.queued_bytes -= pkt.wire_len() as u64;
-            let last = self.pipe.back().map_or(Time::ZERO, |&(t, _)| t);
-            self.pipe.push_back(((done + self.delay).max(last), pkt));
-            if let Some(next) = self.queue.front() {
+            self.in_pipe += 1;
+            if let Some((_, next)) = self.packets.get(self.in_pipe) {
                 let len = next.wire_len();
                 self.head_done = done + self.tx_time(len);
             }
@@ -177,8 +191,8 @@ impl<P: HasWireLen> Link<P> {
     /// When this link next needs the driver: the next arrival at the far end, or the next
     /// end of serialization (which feeds the delay line).
     pub fn poll_at(&self) -> Option<Time> {
-        let arrival = self.pipe.front().map(|&(t, _)| t);
-        let serial = (!self.queue.is_empty()).then_some(self.head_done);
+        let arrival = (self.in_pipe > 0).then(|| self.packets[0].0);
+        let serial = (self.queued() > 0).then_some(self.head_done);
         match (arrival, serial) {
             (Some(a), Some(s)) => Some(a.min(s + self.delay)),
             (Some(a), None) => Some(a),
@@ -190,9 +204,10 @@ impl<P: HasWireLen> Link<P> {
     /// The next packet that has reached the far end by `now`, if any.
     pub fn poll_deliver(&mut self, now: Time) -> Option<P> {
         self.advance(now);
-        match self.pipe.front() {
-            Some(&(t, _)) if t <= now => {
-                let (_, pkt) = self.pipe.pop_front().expect("non-empty");
+        match self.packets.front() {
+            Some(&(t, _)) if self.in_pipe > 0 && t <= now => {
+                let (_, pkt) = self.packets.pop_front().expect("non-empty");
+                self.in_pipe -= 1;
                 self.stats.delivered += 1;
                 self.stats.bytes_delivered += pkt.wire_len() as u64;
                 Some(pkt)
@@ -207,6 +222,7 @@ impl<P: HasWireLen> Link<P> {
         self.advance(now);
         self.rate = rate;
         self.tx_cache = [(0, Dur::ZERO); 2];
+        self.limit_bytes = Self::bytes_of(self.limit, rate);
     }
 
     /// Changes the propagation delay of packets that leave the serializer from `now` on.

@@ -54,7 +54,7 @@ impl PySubflowView {
             srtt_ns: v.srtt.as_nanos(),
             rttvar_ns: v.rttvar.as_nanos(),
             min_rtt_ns: v.min_rtt.as_nanos(),
-            delivery_rate_bps: v.delivery_rate_bps,
+            delivery_rate_bps: v.delivery_rate_bps(),
             pacing_rate_bps: v.pacing_rate_bps(),
             ca_state: match v.ca_state {
                 CaState::Open => "open",

@@ -123,6 +123,10 @@ impl CongestionControl for Lia {
         self.forced_update = false;
     }
 
+    fn coupled(&self) -> bool {
+        true
+    }
+
     /// Linux `mptcp_ccc_cong_avoid`.
     fn cong_avoid(&mut self, sf: usize, st: &mut CcState, acked: u32, _now: Time, all: &[CcState]) {
         let mut acked = acked;

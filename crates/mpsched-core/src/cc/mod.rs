@@ -112,6 +112,12 @@ pub struct AckSample {
 pub trait CongestionControl {
     fn name(&self) -> &'static str;
 
+    /// Whether the window of one subflow depends on the others' (LIA, OLIA): only then do
+    /// `cong_avoid` and `ssthresh` get every subflow's state in `all` (otherwise it is empty).
+    fn coupled(&self) -> bool {
+        false
+    }
+
     /// Called when subflow `sf` is created, before anything is sent.
     fn init(&mut self, _sf: usize, _st: &mut CcState, _now: Time) {}
 

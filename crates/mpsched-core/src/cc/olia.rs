@@ -213,6 +213,10 @@ impl CongestionControl for Olia {
         };
     }
 
+    fn coupled(&self) -> bool {
+        true
+    }
+
     /// Linux `mptcp_olia_cong_avoid`.
     fn cong_avoid(&mut self, sf: usize, st: &mut CcState, acked: u32, _now: Time, all: &[CcState]) {
         let mut acked = acked;

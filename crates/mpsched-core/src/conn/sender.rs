@@ -238,6 +238,10 @@ pub struct Sender {
     /// When the last subflow joins.
     last_join: Time,
     views: Vec<SubflowView>,
+    /// Subflows whose view is out of date (an ACK, a timeout or a retransmission since).
+    stale: SubflowSet,
+    /// Every subflow had joined when the views were last refreshed.
+    views_joined: bool,
     cc_scratch: Vec<CcState>,
     pub stats: SenderStats,
     pub ack_trace: Option<AckTrace>,
@@ -306,6 +310,8 @@ impl Sender {
             last_push: Time::ZERO,
             last_join,
             views: Vec::with_capacity(n),
+            stale: SubflowSet::EMPTY,
+            views_joined: false,
             cc_scratch: Vec::with_capacity(n),
         }
     }
@@ -352,6 +358,7 @@ impl Sender {
         }
         self.snapshot_cc();
         let out = self.subflows[i].on_ack(now, &ack, self.cc.as_mut(), &self.cc_scratch);
+        self.stale.insert(i);
         if out.una_advanced && self.cfg.sndbuf_autotune {
             self.subflows[i].expand_sndbuf(self.cfg.sndbuf.0);
             let joined = (0..self.subflows.len())
@@ -415,6 +422,7 @@ impl Sender {
             if self.subflows[i].rto_at().is_some_and(|t| t <= now) {
                 self.snapshot_cc();
                 self.subflows[i].on_rto(now, self.cc.as_mut(), &self.cc_scratch);
+                self.stale.insert(i);
                 if self.cfg.mptcp && self.subflows.len() > 1 {
                     self.queue_reinjection(i);
                 }
@@ -514,6 +522,9 @@ impl Sender {
 
     fn snapshot_cc(&mut self) {
         self.cc_scratch.clear();
+        if !self.cc.coupled() {
+            return;
+        }
         self.cc_scratch
             .extend(self.subflows.iter().map(|s| s.cc_snapshot()));
     }
@@ -549,6 +560,7 @@ impl Sender {
                     break;
                 };
                 let seg = self.subflows[i].transmit_retransmit(now, seq, self.cc.as_mut());
+                self.stale.insert(i);
                 if let Some(d) = self.data.get_mut(seg.dseq) {
                     d.retransmissions = d.retransmissions.saturating_add(1);
                 }
@@ -558,7 +570,15 @@ impl Sender {
         }
 
         let mut guard = 0u32;
-        self.refresh_views(now);
+        // Between events only the subflows an event touched change; until every subflow has
+        // joined, time itself changes the views.
+        if self.views_joined && self.views.len() == self.subflows.len() {
+            self.refresh_views_of(now, self.stale);
+        } else {
+            self.refresh_views(now);
+            self.views_joined = now >= self.last_join;
+        }
+        self.stale = SubflowSet::EMPTY;
         loop {
             if !self.views.iter().any(|v| v.cwnd_space > 0) {
                 break;

@@ -270,7 +270,7 @@ mod tests {
             srtt: Dur::from_millis(srtt_ms),
             rttvar: Dur::ZERO,
             min_rtt: Dur::from_millis(srtt_ms),
-            delivery_rate_bps: 0,
+            delivery_rate: Default::default(),
             packets_out,
             sndbuf: 1 << 20,
             ca_state: CaState::Open,

@@ -35,6 +35,7 @@ pub use rr::RoundRobin;
 
 use crate::cc::CaState;
 use crate::conn::sender::{DataQueue, Shared};
+use crate::subflow::tx::RateSample;
 use crate::subflow::SubflowTx;
 use crate::time::{Dur, Time};
 
@@ -107,8 +108,8 @@ pub struct SubflowView {
     pub srtt: Dur,
     pub rttvar: Dur,
     pub min_rtt: Dur,
-    /// Latest delivery-rate sample (bits per second).
-    pub delivery_rate_bps: u64,
+    /// Latest delivery-rate sample (`delivery_rate_bps()` in bits per second).
+    pub delivery_rate: RateSample,
     /// Segments sent and not yet cumulatively ACKed (the subflow's queued data).
     pub packets_out: u32,
     /// The subflow socket's send buffer (`sk_sndbuf`, bytes), autotuned with its window.
@@ -130,12 +131,17 @@ impl SubflowView {
             srtt: sf.srtt(),
             rttvar: sf.rtt().rttvar(),
             min_rtt: sf.rtt().min_rtt().unwrap_or(Dur::ZERO),
-            delivery_rate_bps: sf.delivery_rate_bps(),
+            delivery_rate: sf.delivery_rate(),
             packets_out: sf.packets_out(),
             sndbuf: sf.sndbuf(),
             ca_state: sf.ca_state(),
             last_penalized: sf.last_penalized,
         }
+    }
+
+    /// The latest delivery-rate sample in bits per second (Linux `tcp_rate.c`).
+    pub fn delivery_rate_bps(&self) -> u64 {
+        self.delivery_rate.bps()
     }
 
     /// Linux's pacing rate (`tcp_update_pacing_rate`): cwnd x MSS / srtt, times 2 in slow

@@ -149,7 +149,7 @@ impl Stms {
         for v in views {
             let s = &mut self.sf[v.id];
             s.srtt = v.srtt;
-            let sample = v.delivery_rate_bps;
+            let sample = v.delivery_rate_bps();
             if sample > 0 && sample != s.last_sample {
                 s.last_sample = sample;
                 s.rate_bps = if s.rate_bps == 0.0 {

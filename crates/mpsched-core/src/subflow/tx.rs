@@ -34,6 +34,25 @@ pub fn pacing_rate_bps(cwnd: u32, ssthresh: u32, packets_out: u32, srtt: Dur) ->
     (bits * ratio * 1_000_000_000 / 100 / srtt as u128) as u64
 }
 
+/// The latest delivery-rate sample (Linux `tcp_rate.c`): packets delivered over an interval.
+/// Kept as the pair and divided only when a scheduler asks, since most never do.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RateSample {
+    pub packets: u64,
+    pub interval_ns: u64,
+}
+
+impl RateSample {
+    /// Bits per second, counting `wire::MSS` per packet as Linux does (`mss_cache`).
+    pub fn bps(self) -> u64 {
+        if self.interval_ns == 0 {
+            return 0;
+        }
+        let bits = self.packets as u128 * wire::MSS as u128 * 8;
+        (bits * 1_000_000_000 / self.interval_ns as u128) as u64
+    }
+}
+
 /// RFC 6675 2: DupThresh.
 pub const DUP_THRESH: u64 = 3;
 
@@ -116,7 +135,7 @@ pub struct SubflowTx {
     // Delivery rate (Linux `tcp_rate.c`, simplified to the ACK-side interval).
     delivered: u64,
     delivered_time: Time,
-    delivery_rate_bps: u64,
+    delivery_rate: RateSample,
     /// When the out-of-tree MPTCP scheduler last halved this subflow's window.
     pub last_penalized: Option<Time>,
     /// RFC 7323 TS.Recent: the latest TSval of the peer's ACKs, echoed in data segments.
@@ -153,7 +172,7 @@ impl SubflowTx {
             last_send: now,
             delivered: 0,
             delivered_time: now,
-            delivery_rate_bps: 0,
+            delivery_rate: RateSample::default(),
             last_penalized: None,
             peer_ts: Time::ZERO,
             sndbuf: 0,
@@ -220,8 +239,8 @@ impl SubflowTx {
     pub fn rto_at(&self) -> Option<Time> {
         self.rto_at
     }
-    pub fn delivery_rate_bps(&self) -> u64 {
-        self.delivery_rate_bps
+    pub fn delivery_rate(&self) -> RateSample {
+        self.delivery_rate
     }
     pub fn pacing_rate_bps(&self) -> u64 {
         pacing_rate_bps(
@@ -487,8 +506,10 @@ impl SubflowTx {
             if let Some((d0, t0)) = rate_ref {
                 let interval = now.saturating_since(t0).as_nanos();
                 if interval > 0 {
-                    let bits = (self.delivered - d0) as u128 * wire::MSS as u128 * 8;
-                    self.delivery_rate_bps = (bits * 1_000_000_000 / interval as u128) as u64;
+                    self.delivery_rate = RateSample {
+                        packets: self.delivered - d0,
+                        interval_ns: interval,
+                    };
                 }
             }
             self.delivered_time = now;
