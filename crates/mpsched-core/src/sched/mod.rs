@@ -144,8 +144,8 @@ impl SubflowView {
         self.delivery_rate.bps()
     }
 
-    /// Linux's pacing rate (`tcp_update_pacing_rate`): cwnd x MSS / srtt, times 2 in slow
-    /// start and 1.2 in congestion avoidance (bits per second; 0 before an RTT sample).
+    /// Linux's pacing rate (`tcp_update_pacing_rate`): cwnd x MSS / srtt, times 2 while cwnd
+    /// is below half of ssthresh and 1.2 after (bits per second; 0 before an RTT sample).
     pub fn pacing_rate_bps(&self) -> u64 {
         crate::subflow::tx::pacing_rate_bps(self.cwnd, self.ssthresh, self.packets_out, self.srtt)
     }

@@ -22,14 +22,15 @@ use crate::time::{Dur, Time};
 use crate::units::wire;
 use std::collections::VecDeque;
 
-/// Linux `tcp_update_pacing_rate`: 200% of cwnd/srtt in slow start, 120% after
-/// (bits per second; 0 before the first RTT sample).
+/// Linux `tcp_update_pacing_rate`: 200% of cwnd/srtt while cwnd is below half of ssthresh
+/// (early slow start), 120% from there on, "approaching the end of slow start" (bits per
+/// second; 0 before the first RTT sample).
 pub fn pacing_rate_bps(cwnd: u32, ssthresh: u32, packets_out: u32, srtt: Dur) -> u64 {
     let srtt = srtt.as_nanos();
     if srtt == 0 {
         return 0;
     }
-    let ratio = if cwnd < ssthresh { 200 } else { 120 };
+    let ratio = if cwnd < ssthresh / 2 { 200 } else { 120 };
     let bits = cwnd.max(packets_out) as u128 * wire::MSS as u128 * 8;
     (bits * ratio * 1_000_000_000 / 100 / srtt as u128) as u64
 }
