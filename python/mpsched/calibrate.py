@@ -25,8 +25,8 @@ from typing import Any
 import click
 
 from . import api
-from .scenario import load, parse_set, to_native
-from .sweepfile import Point, Sweep, expand_paths, load_sweep
+from .scenario import load, to_native
+from .sweepfile import Point, Sweep, expand_paths, load_sweep, override_options, overrides_of
 
 __all__ = ["Point", "Sweep", "aggregate", "calibrate", "calibrate_command", "load_target", "render"]
 
@@ -346,14 +346,7 @@ def render(meta: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> str:
 @click.command("calibrate")
 @click.argument("target", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--repetitions", "-n", type=click.IntRange(1, 100), help="Runs per point and side.")
-@click.option("--duration", metavar="D", help="Duration of every run, e.g. 30s.")
-@click.option(
-    "--set",
-    "sets",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Override a key of every point (path.*.KEY for every path; repeatable).",
-)
+@override_options
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
@@ -390,9 +383,7 @@ def calibrate_command(
     from .emulate import TestbedError
 
     sweep = load_target(target)
-    overrides = parse_set(sets)
-    if duration is not None:
-        overrides["duration"] = duration
+    overrides = overrides_of(duration, sets)
     try:
         report = calibrate(
             sweep,

@@ -37,8 +37,15 @@ from typing import Any
 import click
 
 from .errors import ScenarioError
-from .scenario import load, parse_set, to_native
-from .sweepfile import Sweep, expand_paths, load_sweep, unique_names
+from .scenario import load, to_native
+from .sweepfile import (
+    Sweep,
+    expand_paths,
+    load_sweep,
+    override_options,
+    overrides_of,
+    unique_names,
+)
 
 __all__ = ["SweepResult", "Task", "load_results", "run_sweep", "sweep_command", "tasks_of"]
 
@@ -382,18 +389,11 @@ def load_results(out: str | os.PathLike[str]) -> SweepResult:
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Directory of the results (default: sweeps/NAME of the sweep file).",
+    help="Directory of the results (default: runs/NAME of the sweep file).",
 )
 @click.option("--jobs", "-j", type=click.IntRange(1, 4096), help="Worker processes (all cores).")
 @click.option("--repetitions", "-n", type=click.IntRange(1, 10_000), help="Runs per point.")
-@click.option("--duration", metavar="D", help="Duration of every run, e.g. 30s.")
-@click.option(
-    "--set",
-    "sets",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Override a key of every point (path.*.KEY for every path; repeatable).",
-)
+@override_options
 @click.option("--benefit", is_flag=True, help="Also run plain TCP per path: aggregation benefit.")
 @click.option("--resume", is_flag=True, help="Keep the runs already in DIR and run the rest.")
 @click.option(
@@ -444,9 +444,7 @@ def sweep_command(
     )
 
     sweep = load_sweep(file)
-    overrides = parse_set(sets)
-    if duration is not None:
-        overrides["duration"] = duration
+    overrides = overrides_of(duration, sets)
     out_dir = out if out is not None else Path("runs") / file.stem
     console = Console(stderr=True)
     bar = Progress(
