@@ -185,3 +185,18 @@ def test_bench_json(native: ModuleType) -> None:
     assert report["events_per_s"] > 0
     assert report["heap_mevents_per_s"] > 0
     assert report["loop_wall_s"] <= report["wall_s"]
+
+
+def test_bench_scenario_rows_are_medians_of_repeated_runs(native: ModuleType) -> None:
+    (row,) = json.loads(native.bench_scenarios(["a"]))
+    assert row["name"] == "a"
+    assert row["events"] == mpsched.run().summary["events"]  # scenario a is the default one
+    # at least three runs and a second of them; the loop time is one run's, not their sum
+    assert row["runs"] >= 3
+    assert row["runs"] * row["wall_s"] >= 0.5
+    assert row["sim_s_per_wall_s"] == pytest.approx(row["simulated_s"] / row["wall_s"])
+    assert row["ratio_to_heap"] == pytest.approx(
+        row["sim_s_per_wall_s"] / row["heap_mevents_per_s"]
+    )
+    with pytest.raises(ValueError, match="unknown scenario 'z'"):
+        native.bench_scenarios(["z"])

@@ -54,6 +54,7 @@ def run(
     ``sample_interval_ns``. Tables: acks, segments, bursts, subflows, connection, scheduler.
     ``scheduler``, an object with ``next(ctx: SchedContext)``, replaces the scenario's
     scheduler (see ``mpsched.Scheduler``)."""
+
 def schedulers() -> list[tuple[str, str, str]]:
     """(name, one-line description, source) of every registered scheduler."""
 

@@ -644,6 +644,8 @@ def summarize(
                 "opportunistic_retransmits": None,
                 "rtos": _sum(tx, "total_rto"),
                 "fast_recoveries": None,
+                # TCP_INFO has no per-subflow count; the run's is kernel.tlp_probes.
+                "tlp_probes": None,
                 "penalizations": None,
                 "queue_drops": down.get("queue_drops"),
                 "random_drops": down.get("random_drops"),

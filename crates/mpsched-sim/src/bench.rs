@@ -12,10 +12,16 @@ pub struct BenchRow {
     pub simulated_s: f64,
     pub events: u64,
     pub data_packets: u64,
+    /// How many times the scenario ran; the wall time is the median run's.
+    pub runs: usize,
     pub wall_s: f64,
     pub sim_s_per_wall_s: f64,
     pub data_packets_per_wall_s: f64,
     pub events_per_wall_s: f64,
+    /// The bare heap loop's million events per second, timed beside this scenario's runs
+    /// (median), and the scenario's simulated seconds per wall second divided by it.
+    pub heap_mevents_per_s: f64,
+    pub ratio_to_heap: f64,
     /// Peak resident memory during this scenario (Linux VmHWM after resetting it), if known.
     pub peak_rss_bytes: Option<u64>,
 }
@@ -75,7 +81,22 @@ fn peak_rss() -> Option<u64> {
     Some(kb * 1024)
 }
 
-/// Runs the named scenarios (all when `names` is empty).
+/// Every scenario runs at least this many times and until this much wall time has passed, so
+/// one run disturbed by the machine does not set the number. Before each run the bare heap loop
+/// runs for `HEAP_EVENTS`, so both are timed under the same load of a shared machine.
+const MIN_RUNS: usize = 3;
+const MIN_WALL_S: f64 = 1.0;
+const MAX_RUNS: usize = 50;
+const HEAP_EVENTS: u64 = 1_000_000;
+const HEAP_PENDING: u64 = 1024;
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
+}
+
+/// Runs the named scenarios (all when `names` is empty), each several times; reports the
+/// median run's loop time.
 pub fn run(names: &[String]) -> Result<Vec<BenchRow>, String> {
     let all = scenarios();
     for n in names {
@@ -89,17 +110,37 @@ pub fn run(names: &[String]) -> Result<Vec<BenchRow>, String> {
             continue;
         }
         let can_reset = reset_peak_rss();
-        let s = Simulation::new(cfg, false)?.run().summary;
+        let mut walls = vec![];
+        let mut heaps = vec![];
+        let mut s: Option<crate::summary::Summary> = None;
+        while walls.len() < MAX_RUNS
+            && (walls.len() < MIN_RUNS || walls.iter().sum::<f64>() < MIN_WALL_S)
+        {
+            heaps.push(crate::event::bench_event_queue(HEAP_EVENTS, HEAP_PENDING));
+            let run = Simulation::new(cfg.clone(), false)?.run().summary;
+            if s.as_ref().is_some_and(|first| first.events != run.events) {
+                return Err(format!("bench: scenario {name} is not deterministic"));
+            }
+            walls.push(run.wall_s);
+            s = Some(run);
+        }
+        let mut s = s.expect("ran at least once");
+        let runs = walls.len();
+        s.wall_s = median(walls);
+        let heap = median(heaps);
         rows.push(BenchRow {
             name,
             description,
             simulated_s: s.duration_s,
             events: s.events,
             data_packets: s.data_packets,
+            runs,
             wall_s: s.wall_s,
             sim_s_per_wall_s: s.duration_s / s.wall_s,
             data_packets_per_wall_s: s.data_packets as f64 / s.wall_s,
             events_per_wall_s: s.events as f64 / s.wall_s,
+            heap_mevents_per_s: heap,
+            ratio_to_heap: s.duration_s / s.wall_s / heap,
             peak_rss_bytes: if can_reset { peak_rss() } else { None },
         });
     }

@@ -31,6 +31,7 @@ pub struct SubflowSummary {
     pub opportunistic_retransmits: u64,
     pub rtos: u64,
     pub fast_recoveries: u64,
+    pub tlp_probes: u64,
     pub penalizations: u64,
     /// Data packets dropped at the data-direction queue / by random loss.
     pub queue_drops: u64,
@@ -112,6 +113,7 @@ pub fn build(
                 opportunistic_retransmits: acks.opportunistic_retransmits,
                 rtos: sf.stats.rtos,
                 fast_recoveries: sf.stats.fast_recoveries,
+                tlp_probes: sf.stats.tlp_probes,
                 penalizations: sf.stats.penalizations,
                 queue_drops: d.queue_drops,
                 random_drops: d.random_drops,

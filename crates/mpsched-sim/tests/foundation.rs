@@ -30,6 +30,30 @@ fn mptcp_payload_mbps(rate_bps: u64) -> f64 {
 }
 
 #[test]
+fn losses_on_a_path_without_buffering_are_repaired_without_timeouts() {
+    // 11.4 Mbit/s, RTT 96 ms, 1.45 ms of queue (one packet): every window beyond the pipe
+    // loses its tail. RACK and tail loss probes repair that as Linux does; this machine's
+    // kernel, through `mpsched emulate` over the same path for 20 s, had 83 retransmissions,
+    // 33 fast recoveries, no RTO and 0.081 Mbit/s of goodput: the queue holds the packet in
+    // service and no second, so one of every two back-to-back packets is dropped and the
+    // window stays at 2 (the model: 116, 97, 0 and 0.118 Mbit/s). With loss detection by
+    // DupThresh alone and no probes the model had 31 RTOs in these 20 s.
+    let s = run(tcp(
+        11_425_800,
+        96_380_000,
+        QueueSpec::TimeNs(1_454_160),
+        0.0,
+        "cubic",
+        20,
+    ));
+    let sf = &s.subflows[0];
+    assert!(sf.retransmits >= 50, "{}", sf.retransmits);
+    assert!(sf.fast_recoveries >= 20, "{}", sf.fast_recoveries);
+    assert!(sf.rtos <= 1, "{} RTOs", sf.rtos);
+    assert!(s.goodput_mbps < 0.25, "goodput {} Mbit/s", s.goodput_mbps);
+}
+
+#[test]
 fn tcp_fills_a_link_with_a_one_bdp_buffer() {
     // 30 Mbit/s x 40 ms = 150 kB.
     let s = run(tcp(

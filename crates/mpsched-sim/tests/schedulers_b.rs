@@ -213,10 +213,13 @@ fn gap_against_truth(cfg: Config, from_s: f64) -> (f64, f64, f64) {
 /// from 10 s on). Algorithm 2 as written counts those jumps: the jump that ends a recovery on
 /// the slow subflow (CUBIC overflows even a shallow buffer every few seconds) widens the gap
 /// by a large step, which decays over seconds. Its converged gap (time-weighted median) is
-/// within 15% at 20/100 ms and about 22% high at 20/200 ms: the receiver, as Linux's, sends no
+/// within 15% at 20/100 ms and about 27% high at 20/200 ms: the receiver, as Linux's, sends no
 /// ACK of its own when a segment fills a connection-level hole (the Data ACK rides on the next
 /// regular ACK, as `mpsched emulate --trace-headers` shows this machine's kernel doing), so
-/// the jumps Algorithm 2 sees are larger than with an ACK at every hole (then 5% high).
+/// the jumps Algorithm 2 sees are larger than with an ACK at every hole (then 5% high), and
+/// RACK starts each recovery sooner than DupThresh did (22% high with DupThresh). The bound
+/// below says how far the paper's Algorithm 2 is off here; the skip variant is the one within
+/// 15%.
 #[test]
 fn the_stms_gaps_match_the_true_gap_on_constant_paths() {
     for slow in [100, 200] {
@@ -245,7 +248,7 @@ fn the_stms_gaps_match_the_true_gap_on_constant_paths() {
             within(s_mean, truth_s, 0.15),
             "stms-a skip {s_mean} vs {truth_s}"
         );
-        let tol = if slow == 100 { 0.15 } else { 0.25 };
+        let tol = if slow == 100 { 0.15 } else { 0.35 };
         assert!(
             within(a_median, truth_a, tol),
             "stms-a {a_median} vs {truth_a}"

@@ -143,7 +143,9 @@ impl DataQueue {
     }
     /// Resizes the send buffer (autotuning only grows it).
     fn set_sndbuf(&mut self, bytes: u64) {
-        self.sndbuf_segs = self.sndbuf_segs.max((bytes / self.mss as u64).max(1));
+        if bytes > self.sndbuf_segs * self.mss as u64 {
+            self.sndbuf_segs = (bytes / self.mss as u64).max(1);
+        }
     }
     pub fn sndbuf_bytes(&self) -> u64 {
         self.sndbuf_segs * self.mss as u64
@@ -419,6 +421,15 @@ impl Sender {
 
     pub fn handle_timeout(&mut self, now: Time) {
         for i in 0..self.subflows.len() {
+            if self.subflows[i].reo_at().is_some_and(|t| t <= now) {
+                self.snapshot_cc();
+                self.subflows[i].on_reo_timeout(now, self.cc.as_mut(), &self.cc_scratch);
+                self.stale.insert(i);
+            }
+            if self.subflows[i].tlp_due(now) {
+                self.send_loss_probe(now, i);
+                self.stale.insert(i);
+            }
             if self.subflows[i].rto_at().is_some_and(|t| t <= now) {
                 self.snapshot_cc();
                 self.subflows[i].on_rto(now, self.cc.as_mut(), &self.cc_scratch);
@@ -433,6 +444,35 @@ impl Sender {
             self.send_probe(now);
         }
         self.push(now);
+    }
+
+    /// RFC 8985 7.3 (`tcp_send_loss_probe`): new data if the subflow has some, else the last
+    /// segment again. Only plain TCP has new data of its own here: an MPTCP subflow's data is
+    /// the scheduler's to place (the out-of-tree kernel's subflows keep none queued), so it
+    /// probes with a retransmission.
+    fn send_loss_probe(&mut self, now: Time, i: usize) {
+        let new = (!self.cfg.mptcp)
+            .then(|| self.data.unsent().next())
+            .flatten()
+            .filter(|&d| self.data.in_window(d));
+        if let Some(dseq) = new {
+            self.send(
+                now,
+                Decision {
+                    dseq,
+                    subflows: SubflowSet::one(i),
+                    reason: Reason::New,
+                },
+            );
+            self.subflows[i].tlp_sent_new(now);
+            return;
+        }
+        let seg = self.subflows[i].tlp_retransmit_tail(now, self.cc.as_mut());
+        if let Some(d) = self.data.get_mut(seg.dseq) {
+            d.retransmissions = d.retransmissions.saturating_add(1);
+        }
+        self.out
+            .push_back(Packet::data(i as u8, seg, self.cfg.mptcp));
     }
 
     /// RFC 8684 3.3.6: what the timed-out subflow still holds may go on another subflow.
@@ -504,7 +544,7 @@ impl Sender {
     }
 
     pub fn poll_timeout(&self) -> Option<Time> {
-        let rto = self.subflows.iter().filter_map(|s| s.rto_at()).min();
+        let rto = self.subflows.iter().filter_map(|s| s.timer_at()).min();
         let join = if self.last_push >= self.last_join {
             None
         } else {
@@ -608,7 +648,9 @@ impl Sender {
                 break;
             }
             self.send(now, d);
-            self.refresh_views_of(now, d.subflows);
+            for i in d.subflows.iter() {
+                self.views[i].after_send(&self.subflows[i]);
+            }
             guard += 1;
             if guard > 1_000_000 {
                 break;

@@ -97,14 +97,9 @@ impl RcvBufOpt {
         let me = ctx.subflows()[cur];
         let last = self.last[cur].unwrap_or(Time::ZERO);
         if ctx.now.saturating_since(last) >= me.srtt {
-            let carriers: Vec<(usize, bool)> = ctx
-                .subflows()
-                .iter()
-                .filter(|v| v.id != cur && carried.contains(v.id))
-                .map(|v| (v.id, me.srtt < v.srtt && v.ca_state == CaState::Open))
-                .collect();
-            for (slow, penalize) in carriers {
-                if penalize {
+            for slow in carried.iter().filter(|&i| i != cur) {
+                let v = ctx.subflows()[slow];
+                if me.srtt < v.srtt && v.ca_state == CaState::Open {
                     ctx.penalize(slow);
                     self.last[cur] = Some(ctx.now);
                 }

@@ -139,6 +139,16 @@ impl SubflowView {
         }
     }
 
+    /// After the subflow sent new data: only the window's use changed (and, after idleness,
+    /// the window itself).
+    pub(crate) fn after_send(&mut self, sf: &SubflowTx) {
+        self.cwnd = sf.cwnd();
+        self.ssthresh = sf.cc.ssthresh;
+        self.in_flight = sf.in_flight();
+        self.cwnd_space = if self.established { sf.cwnd_space() } else { 0 };
+        self.packets_out = sf.packets_out();
+    }
+
     /// The latest delivery-rate sample in bits per second (Linux `tcp_rate.c`).
     pub fn delivery_rate_bps(&self) -> u64 {
         self.delivery_rate.bps()

@@ -328,11 +328,21 @@ mod tests {
         let out = drain(&mut s);
         assert_eq!(on(&out, 1), (0..10).collect::<Vec<_>>());
         assert_eq!(on(&out, 0), (60..70).collect::<Vec<_>>());
-        // The fast subflow times out first: 0..9 are queued for reinjection, and its queue
-        // (10..59) is given back.
+        // The fast subflow probes its tail first (a tail loss probe retransmits 9), then times
+        // out: 0..9 are queued for reinjection, and its queue (10..59) is given back.
         let t = s.poll_timeout().unwrap();
         s.handle_timeout(t);
-        let rto_out = drain(&mut s);
+        assert_eq!(drain(&mut s), vec![(1, 9, 9)], "the loss probe");
+        let (t, rto_out) = loop {
+            // The slow subflow's timers may come between.
+            let t = s.poll_timeout().unwrap();
+            s.handle_timeout(t);
+            let out = drain(&mut s);
+            if s.subflows()[1].stats.rtos == 1 {
+                break (t, out);
+            }
+        };
+        let rto_out: Vec<_> = rto_out.into_iter().filter(|x| x.0 == 1).collect();
         assert_eq!(rto_out, vec![(1, 0, 0)], "the subflow's own retransmission");
         // Its ACK comes back (all 10 were only delayed): it leaves Loss with window space and
         // is now the best place for anything, but 0..9 must go to the other subflow.

@@ -2,9 +2,20 @@
 //! the retransmission timer and the congestion window.
 //!
 //! Implements, as Linux does them:
-//! - RFC 6675 SACK-based loss recovery: a segment is lost once DupThresh (3) segments above
-//!   it are SACKed (IsLost), the pipe is `packets_out - (sacked_out + lost_out) + retrans_out`
-//!   (Linux's `tcp_packets_in_flight`), and lost segments go out before new data (NextSeg).
+//! - RFC 8985 RACK loss detection (Linux `tcp_rack_detect_loss`, the default since 4.x): a
+//!   segment is lost once a segment sent after it has been delivered (ACKed or SACKed) and
+//!   the latest such delivery's RTT plus a reordering window has passed since it was sent. The
+//!   window is zero in recovery or once 3 segments are SACKed, else min RTT / 4, waited for
+//!   by a reordering timer; a lost retransmission is found the same way, without a timeout.
+//! - RFC 8985 Tail Loss Probe (Linux `tcp_schedule_loss_probe`, `tcp_send_loss_probe`): with
+//!   data outstanding and no loss being repaired, a probe timer of 2 srtt (plus 200 ms with a
+//!   single segment out, else 2 ms), no later than the RTO; it sends new data if the caller
+//!   has some (a TCP connection), else retransmits the last segment, so that a tail loss is
+//!   repaired by RACK rather than by the retransmission timeout. An ACK beyond the probe
+//!   means a loss was repaired: the window is reduced as on entering recovery.
+//! - RFC 6675 SACK scoreboard: the pipe is `packets_out - (sacked_out + lost_out) +
+//!   retrans_out` (Linux's `tcp_packets_in_flight`), and lost segments go out before new data
+//!   (NextSeg).
 //! - RFC 6937 Proportional Rate Reduction during recovery (Linux's `tcp_cwnd_reduction`).
 //! - RFC 6298 retransmission timer with exponential backoff; after an RTO every outstanding
 //!   segment not SACKed is marked lost and cwnd = 1 (RFC 5681 3.1, Linux `tcp_enter_loss`).
@@ -16,7 +27,7 @@
 //! Sequence numbers count segments (one per packet).
 
 use crate::cc::{AckSample, CaState, CcState, CongestionControl, INFINITE_SSTHRESH, INITIAL_CWND};
-use crate::packet::{Ack, DataSeg};
+use crate::packet::{Ack, DataSeg, SackBlock, MAX_SACK_BLOCKS};
 use crate::rtt::RttEstimator;
 use crate::time::{Dur, Time};
 use crate::units::wire;
@@ -54,8 +65,27 @@ impl RateSample {
     }
 }
 
-/// RFC 6675 2: DupThresh.
-pub const DUP_THRESH: u64 = 3;
+/// Linux `tcp_reordering` (RFC 6675 DupThresh): with this many segments SACKed, RACK needs
+/// no reordering window.
+pub const DUP_THRESH: u32 = 3;
+/// Linux `TCP_TIMEOUT_MIN` (2 jiffies at HZ = 1000): added to the reordering timer and, with
+/// more than one segment out, to the probe timeout.
+const TIMEOUT_MIN: Dur = Dur::from_millis(2);
+/// Linux `TCP_TIMEOUT_INIT`: the probe timeout before any RTT sample.
+const TIMEOUT_INIT: Dur = Dur::from_secs(1);
+/// Linux `tcp_rto_min_us`: a probe waits this much more for a delayed ACK of a single
+/// outstanding segment.
+const PROBE_DELACK: Dur = Dur::from_millis(200);
+
+/// RACK's state (RFC 8985 6.1): the most recently sent segment known to be delivered.
+#[derive(Clone, Copy, Debug, Default)]
+struct Rack {
+    xmit: Time,
+    end_seq: u64,
+    rtt: Dur,
+    /// A delivery moved it since the last loss detection.
+    advanced: bool,
+}
 
 /// Send-buffer memory per segment of cwnd in `tcp_sndbuf_expand` (`per_mss`: the MSS and
 /// header room rounded up to a power of two, plus the `sk_buff`). `ss -tm` on this machine's
@@ -91,6 +121,10 @@ pub struct SubflowTxStats {
     pub retransmits: u64,
     pub rtos: u64,
     pub fast_recoveries: u64,
+    /// Tail loss probes sent, and those that repaired a loss (Linux `TCPLossProbes`,
+    /// `TCPLossProbeRecovery`).
+    pub tlp_probes: u64,
+    pub tlp_recoveries: u64,
     pub penalizations: u64,
 }
 
@@ -116,10 +150,26 @@ pub struct SubflowTx {
     sacked_out: u32,
     lost_out: u32,
     retrans_out: u32,
-    /// One past the highest SACKed segment.
-    high_sacked: u64,
-    /// Segments below this have already been judged by IsLost.
-    lost_scan: u64,
+    rack: Rack,
+    /// Segments below this are delivered, lost, or retransmitted (the first original
+    /// transmission RACK has not judged).
+    rack_scan: u64,
+    /// The previous ACK's SACK blocks as tagged (clipped to what was outstanding). Tags are
+    /// never taken back, so a block seen again is skipped, as Linux skips what its
+    /// `recv_sack_cache` says was processed: a long block repeated in every ACK costs nothing.
+    sack_cache: [SackBlock; MAX_SACK_BLOCKS],
+    sack_cache_len: usize,
+    /// Retransmitted segments in the order of their retransmission (RACK judges them too).
+    retrans_q: VecDeque<u64>,
+    /// RACK's reordering timer (Linux `ICSK_TIME_REO_TIMEOUT`).
+    reo_at: Option<Time>,
+    /// The tail loss probe timer, and the episode of a probe sent (Linux `tlp_high_seq`:
+    /// `snd_nxt` when it went; whether it was a retransmission).
+    tlp_at: Option<Time>,
+    tlp_high_seq: Option<u64>,
+    tlp_retrans: bool,
+    /// When the probe timer was last scheduled.
+    tlp_scheduled: Time,
     /// No lost, unretransmitted segment lies below this.
     retransmit_hint: u64,
     rtt: RttEstimator,
@@ -159,8 +209,16 @@ impl SubflowTx {
             sacked_out: 0,
             lost_out: 0,
             retrans_out: 0,
-            high_sacked: 0,
-            lost_scan: 0,
+            rack: Rack::default(),
+            rack_scan: 0,
+            sack_cache: [SackBlock { start: 0, end: 0 }; MAX_SACK_BLOCKS],
+            sack_cache_len: 0,
+            retrans_q: VecDeque::new(),
+            reo_at: None,
+            tlp_at: None,
+            tlp_high_seq: None,
+            tlp_retrans: false,
+            tlp_scheduled: Time(u64::MAX),
             retransmit_hint: 0,
             rtt: RttEstimator::new(),
             rto_at: None,
@@ -239,6 +297,21 @@ impl SubflowTx {
     }
     pub fn rto_at(&self) -> Option<Time> {
         self.rto_at
+    }
+    /// The next timer of this subflow: RACK's reordering timer, the probe timer, the RTO.
+    pub fn timer_at(&self) -> Option<Time> {
+        let first = |a: Option<Time>, b: Option<Time>| match (a, b) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, None) => x,
+            (None, y) => y,
+        };
+        first(first(self.reo_at, self.tlp_at), self.rto_at)
+    }
+    pub fn reo_at(&self) -> Option<Time> {
+        self.reo_at
+    }
+    pub fn tlp_at(&self) -> Option<Time> {
+        self.tlp_at
     }
     pub fn delivery_rate(&self) -> RateSample {
         self.delivery_rate
@@ -354,6 +427,11 @@ impl SubflowTx {
         });
         self.snd_nxt += 1;
         self.count_sent(len);
+        // Linux `tcp_write_xmit`: after new data, a loss probe is due (RTO as it stands). A
+        // burst goes out at one instant; its timeout only changes past the first segment.
+        if self.tlp_scheduled != now || self.packets_out() == 2 {
+            self.schedule_tlp(now, false);
+        }
         DataSeg {
             seq,
             dseq,
@@ -383,6 +461,7 @@ impl SubflowTx {
         s.delivered_time = delivered_time;
         let (dseq, len) = (s.dseq, s.len);
         self.retrans_out += 1;
+        self.retrans_q.push_back(seq);
         self.stats.retransmits += 1;
         self.count_sent(len);
         DataSeg {
@@ -427,6 +506,22 @@ impl SubflowTx {
 
     // ----- ACK processing -----
 
+    /// Splits `from..end` at the previous ACK's tagged blocks: `(skip_to, stop)` where
+    /// `skip_to > from` when `from` lies in one (skip to its end), otherwise `from..stop` is
+    /// untagged by the previous ACK.
+    fn sack_cache_split(&self, from: u64, end: u64) -> (u64, u64) {
+        let mut stop = end;
+        for c in &self.sack_cache[..self.sack_cache_len] {
+            if c.start <= from && from < c.end {
+                return (c.end, c.end);
+            }
+            if c.start > from {
+                stop = stop.min(c.start);
+            }
+        }
+        (from, stop)
+    }
+
     pub fn on_ack(
         &mut self,
         now: Time,
@@ -444,10 +539,12 @@ impl SubflowTx {
         if ack.ack > self.snd_una && ack.ack <= self.snd_nxt {
             while self.snd_una < ack.ack {
                 let s = self.segs.pop_front().expect("outstanding segment");
+                let seq = self.snd_una;
                 self.snd_una += 1;
                 if s.sacked {
                     self.sacked_out -= 1;
                 } else {
+                    self.rack_advance(now, &s, seq);
                     out.delivered += 1;
                     if s.lost {
                         self.lost_out -= 1;
@@ -468,38 +565,55 @@ impl SubflowTx {
 
         // SACK blocks (RFC 2018, RFC 6675 (2)).
         let mut newly_sacked = false;
+        let mut tagged = [SackBlock { start: 0, end: 0 }; MAX_SACK_BLOCKS];
+        let mut n_tagged = 0;
         for b in ack.sack_blocks() {
             let start = b.start.max(self.snd_una);
             let end = b.end.min(self.snd_nxt);
-            for seq in start..end {
-                let s = &mut self.segs[(seq - self.snd_una) as usize];
-                if s.sacked {
+            if start >= end {
+                continue;
+            }
+            tagged[n_tagged] = SackBlock { start, end };
+            n_tagged += 1;
+            let mut from = start;
+            while from < end {
+                let (skip_to, stop) = self.sack_cache_split(from, end);
+                if skip_to > from {
+                    from = skip_to;
                     continue;
                 }
-                s.sacked = true;
-                self.sacked_out += 1;
-                out.delivered += 1;
-                newly_sacked = true;
-                if s.lost {
-                    s.lost = false;
-                    self.lost_out -= 1;
+                for seq in from..stop {
+                    let s = self.segs[(seq - self.snd_una) as usize];
+                    if s.sacked {
+                        continue;
+                    }
+                    self.rack_advance(now, &s, seq);
+                    let s = &mut self.segs[(seq - self.snd_una) as usize];
+                    s.sacked = true;
+                    self.sacked_out += 1;
+                    out.delivered += 1;
+                    newly_sacked = true;
+                    if s.lost {
+                        s.lost = false;
+                        self.lost_out -= 1;
+                    }
+                    if s.retrans {
+                        s.retrans = false;
+                        self.retrans_out -= 1;
+                    }
+                    if !s.ever_retrans && sack_rtt.is_none() {
+                        sack_rtt = Some(now - s.sent_at);
+                    }
+                    if rate_ref.is_none_or(|(d, _)| s.delivered > d) {
+                        rate_ref = Some((s.delivered, s.delivered_time));
+                    }
                 }
-                if s.retrans {
-                    s.retrans = false;
-                    self.retrans_out -= 1;
-                }
-                if !s.ever_retrans && sack_rtt.is_none() {
-                    sack_rtt = Some(now - s.sent_at);
-                }
-                if rate_ref.is_none_or(|(d, _)| s.delivered > d) {
-                    rate_ref = Some((s.delivered, s.delivered_time));
-                }
+                from = stop;
             }
-            self.high_sacked = self.high_sacked.max(end);
         }
-        if newly_sacked {
-            self.mark_lost();
-        }
+        self.sack_cache = tagged;
+        self.sack_cache_len = n_tagged;
+        self.rack_scan = self.rack_scan.max(self.snd_una);
 
         // Delivery rate sample.
         self.delivered += out.delivered as u64;
@@ -545,39 +659,260 @@ impl SubflowTx {
                 self.retransmit_hint = self.snd_una;
             }
         }
+        if self.tlp_high_seq.is_some() {
+            self.process_tlp_ack(now, ack.ack, &out, cc, all);
+        }
+        // Linux `tcp_ack_is_dubious` -> `tcp_identify_packet_loss`.
+        if newly_sacked || self.ca_state != CaState::Open || self.lost_out > 0 {
+            self.rack_mark_lost(now);
+        }
 
         self.update_ca_state(now, out.delivered, out.una_advanced, cc, all);
+        if out.una_advanced {
+            // Linux `tcp_set_xmit_timer`: a loss probe if one is due, else the RTO.
+            self.schedule_tlp(now, true);
+        }
         out
     }
 
-    /// RFC 6675 IsLost: a segment is lost once DupThresh segments above it are SACKed. With
-    /// one segment per sequence number that is every unSACKed segment below the third-highest
-    /// SACKed one.
-    fn mark_lost(&mut self) {
-        let mut found = 0;
-        let mut third = None;
-        let mut seq = self.high_sacked;
-        while seq > self.snd_una && seq > self.lost_scan {
-            seq -= 1;
-            if self.segs[(seq - self.snd_una) as usize].sacked {
-                found += 1;
-                if found == DUP_THRESH {
-                    third = Some(seq);
-                    break;
+    // ----- RACK (RFC 8985 6, Linux tcp_recovery.c) -----
+
+    /// `tcp_rack_advance`: segment `seq` was just delivered.
+    fn rack_advance(&mut self, now: Time, s: &TxSeg, seq: u64) {
+        let rtt = now.saturating_since(s.sent_at);
+        // A retransmitted segment ACKed sooner than any RTT: the original's ACK, ambiguous.
+        if s.ever_retrans && rtt < self.rtt.min_rtt().unwrap_or(Dur::ZERO) {
+            return;
+        }
+        self.rack.advanced = true;
+        self.rack.rtt = rtt;
+        if (s.sent_at, seq + 1) > (self.rack.xmit, self.rack.end_seq) {
+            self.rack.xmit = s.sent_at;
+            self.rack.end_seq = seq + 1;
+        }
+    }
+
+    /// `tcp_rack_reo_wnd`: no reordering allowance during recovery or once DupThresh
+    /// segments are SACKed (the links never reorder, so it never grows), else min RTT / 4.
+    fn rack_reo_wnd(&self) -> Dur {
+        if self.ca_state != CaState::Open || self.sacked_out >= DUP_THRESH {
+            return Dur::ZERO;
+        }
+        (self.rtt.min_rtt().unwrap_or(Dur::ZERO) / 4).min(self.srtt())
+    }
+
+    /// `tcp_rack_mark_lost`: marks what RACK deems lost; arms the reordering timer for what
+    /// it will deem lost if nothing comes meanwhile.
+    fn rack_mark_lost(&mut self, now: Time) {
+        if !self.rack.advanced {
+            return;
+        }
+        self.rack.advanced = false;
+        let wait = self.rack_detect_loss(now);
+        self.reo_at = wait.map(|w| now + w + TIMEOUT_MIN);
+    }
+
+    /// `tcp_rack_detect_loss`: every segment sent before RACK's segment, not delivered, and
+    /// out for longer than RACK's RTT plus the reordering window, is lost. Returns the longest
+    /// wait of those not yet deemed lost.
+    fn rack_detect_loss(&mut self, now: Time) -> Option<Dur> {
+        let reo_wnd = self.rack_reo_wnd();
+        let limit = self.rack.rtt + reo_wnd;
+        let rack = (self.rack.xmit, self.rack.end_seq);
+        let mut wait: Option<Dur> = None;
+        // Original transmissions, in sequence (= sending) order from the first unjudged one.
+        let mut all_judged = true;
+        let mut seq = self.rack_scan.max(self.snd_una);
+        while seq < self.snd_nxt {
+            let s = self.segs[(seq - self.snd_una) as usize];
+            if s.sacked || s.lost || s.retrans {
+                if all_judged {
+                    self.rack_scan = seq + 1;
                 }
+                seq += 1;
+                continue;
             }
-        }
-        let Some(limit) = third else { return };
-        let from = self.lost_scan.max(self.snd_una);
-        for seq in from..limit {
-            let s = &mut self.segs[(seq - self.snd_una) as usize];
-            if !s.sacked && !s.lost && !s.retrans {
-                s.lost = true;
-                self.lost_out += 1;
-                self.retransmit_hint = self.retransmit_hint.min(seq);
+            if (s.sent_at, seq + 1) >= rack {
+                break; // sent after RACK's segment: nothing to say yet
             }
+            let out_for = now.saturating_since(s.sent_at);
+            if out_for >= limit {
+                self.mark_seg_lost(seq);
+                if all_judged {
+                    self.rack_scan = seq + 1;
+                }
+            } else {
+                all_judged = false;
+                let w = limit - out_for;
+                wait = Some(wait.map_or(w, |x| x.max(w)));
+            }
+            seq += 1;
         }
-        self.lost_scan = self.lost_scan.max(limit);
+        // Retransmissions, in the order they were sent.
+        let mut i = 0;
+        while i < self.retrans_q.len() {
+            let seq = self.retrans_q[i];
+            let live = seq >= self.snd_una && {
+                let s = &self.segs[(seq - self.snd_una) as usize];
+                s.retrans && !s.sacked
+            };
+            if !live {
+                self.retrans_q.remove(i);
+                continue;
+            }
+            let s = self.segs[(seq - self.snd_una) as usize];
+            if (s.sent_at, seq + 1) >= rack {
+                break;
+            }
+            let out_for = now.saturating_since(s.sent_at);
+            if out_for >= limit {
+                self.mark_seg_lost(seq);
+                self.retrans_q.remove(i);
+                continue;
+            }
+            let w = limit - out_for;
+            wait = Some(wait.map_or(w, |x| x.max(w)));
+            i += 1;
+        }
+        wait
+    }
+
+    /// `tcp_mark_skb_lost`: a retransmission deemed lost no longer counts as in flight.
+    fn mark_seg_lost(&mut self, seq: u64) {
+        let s = &mut self.segs[(seq - self.snd_una) as usize];
+        if s.retrans {
+            s.retrans = false;
+            self.retrans_out -= 1;
+        }
+        if !s.lost {
+            s.lost = true;
+            self.lost_out += 1;
+        }
+        self.retransmit_hint = self.retransmit_hint.min(seq);
+    }
+
+    /// RACK's reordering timer fired (`tcp_rack_reo_timeout`): judge again, and if anything
+    /// was deemed lost, start recovery.
+    pub fn on_reo_timeout(&mut self, now: Time, cc: &mut dyn CongestionControl, all: &[CcState]) {
+        self.reo_at = None;
+        let lost_before = self.lost_out;
+        let wait = self.rack_detect_loss(now);
+        self.reo_at = wait.map(|w| now + w + TIMEOUT_MIN);
+        if self.lost_out > lost_before {
+            // Linux: `tcp_enter_recovery`, then `tcp_cwnd_reduction(sk, 1, 0)`.
+            self.update_ca_state(now, 1, false, cc, all);
+        }
+    }
+
+    // ----- Tail loss probe (RFC 8985 7, Linux tcp_output.c) -----
+
+    /// `tcp_schedule_loss_probe`: with data out and no loss being repaired, probe after
+    /// 2 srtt (plus a delayed ACK's 200 ms with one segment out), no later than the RTO.
+    fn schedule_tlp(&mut self, now: Time, advancing_rto: bool) {
+        self.tlp_scheduled = now;
+        if self.packets_out() == 0 || self.ca_state != CaState::Open {
+            self.tlp_at = None;
+            return;
+        }
+        let pto = match self.rtt.srtt() {
+            Some(srtt) if self.packets_out() == 1 => srtt * 2 + PROBE_DELACK,
+            Some(srtt) => srtt * 2 + TIMEOUT_MIN,
+            None => TIMEOUT_INIT,
+        };
+        let rto_left = if advancing_rto {
+            self.rtt.rto()
+        } else {
+            self.rto_at
+                .map_or(self.rtt.rto(), |t| t.saturating_since(now))
+        };
+        self.tlp_at = Some(now + pto.min(rto_left.max(Dur(1))));
+    }
+
+    /// Whether the probe timer has fired with a probe due (one per episode, `tcp_send_loss_probe`);
+    /// if not, it is disarmed.
+    pub fn tlp_due(&mut self, now: Time) -> bool {
+        if self.tlp_at.is_none_or(|t| t > now) {
+            return false;
+        }
+        self.tlp_at = None;
+        self.tlp_high_seq.is_none() && self.packets_out() > 0 && self.ca_state == CaState::Open
+    }
+
+    /// The probe went out as a new segment (sent by the caller with `transmit_new`).
+    pub fn tlp_sent_new(&mut self, now: Time) {
+        self.tlp_after_probe(now, false);
+    }
+
+    /// The probe as a retransmission of the last segment sent.
+    pub fn tlp_retransmit_tail(&mut self, now: Time, cc: &mut dyn CongestionControl) -> DataSeg {
+        let seq = self.snd_nxt - 1;
+        self.on_transmit(now, cc);
+        let delivered = self.delivered;
+        let delivered_time = self.delivered_time;
+        let s = &mut self.segs[(seq - self.snd_una) as usize];
+        if !s.retrans {
+            s.retrans = true;
+            self.retrans_out += 1;
+            self.retrans_q.push_back(seq);
+        }
+        s.ever_retrans = true;
+        s.sent_at = now;
+        s.delivered = delivered;
+        s.delivered_time = delivered_time;
+        let (dseq, len) = (s.dseq, s.len);
+        self.stats.retransmits += 1;
+        self.count_sent(len);
+        self.tlp_after_probe(now, true);
+        DataSeg {
+            seq,
+            dseq,
+            len,
+            ts_val: now,
+            ts_ecr: self.peer_ts,
+            probe: false,
+        }
+    }
+
+    fn tlp_after_probe(&mut self, now: Time, retrans: bool) {
+        self.tlp_high_seq = Some(self.snd_nxt);
+        self.tlp_retrans = retrans;
+        self.tlp_at = None;
+        self.stats.tlp_probes += 1;
+        // `tcp_rearm_rto` with nothing pending: a whole RTO from now.
+        self.rto_at = Some(now + self.rtt.rto());
+    }
+
+    /// `tcp_process_tlp_ack`: an ACK beyond the probe's episode means the probe repaired a
+    /// loss (reduce the window, as `tcp_init_cwnd_reduction` + `tcp_end_cwnd_reduction`); a
+    /// duplicate ACK at its end means original and probe both arrived.
+    fn process_tlp_ack(
+        &mut self,
+        now: Time,
+        cum: u64,
+        out: &AckOutcome,
+        cc: &mut dyn CongestionControl,
+        all: &[CcState],
+    ) {
+        let Some(high) = self.tlp_high_seq else {
+            return;
+        };
+        if cum < high {
+            return;
+        }
+        if !self.tlp_retrans {
+            self.tlp_high_seq = None;
+        } else if cum > high {
+            self.tlp_high_seq = None;
+            let snap = self.cc_snapshot();
+            self.cc.ssthresh = cc.ssthresh(self.id as usize, &snap, now, all);
+            if self.cc.ssthresh < INFINITE_SSTHRESH {
+                self.cc.cwnd = self.cc.ssthresh.max(1);
+            }
+            self.cc.cwnd_cnt = 0;
+            self.stats.tlp_recoveries += 1;
+        } else if !out.una_advanced && out.delivered == 0 {
+            self.tlp_high_seq = None;
+        }
     }
 
     fn set_ca_state(&mut self, state: CaState, now: Time, cc: &mut dyn CongestionControl) {
@@ -618,6 +953,9 @@ impl SubflowTx {
             self.prr_delivered = 0;
             self.prr_out = 0;
             self.stats.fast_recoveries += 1;
+            // `tcp_init_cwnd_reduction` ends any probe episode.
+            self.tlp_high_seq = None;
+            self.tlp_at = None;
             self.set_ca_state(CaState::Recovery, now, cc);
         }
 
@@ -680,7 +1018,11 @@ impl SubflowTx {
             }
         }
         self.retransmit_hint = self.snd_una;
-        self.lost_scan = self.snd_nxt;
+        self.rack_scan = self.snd_nxt;
+        self.retrans_q.clear();
+        self.reo_at = None;
+        self.tlp_at = None;
+        self.tlp_high_seq = None;
         self.recover = self.snd_nxt;
         self.rtt.on_rto();
         self.rto_at = (self.packets_out() > 0).then(|| self.rtt.rto_deadline(now));
@@ -775,6 +1117,34 @@ mod tests {
     }
 
     #[test]
+    fn repeated_and_overlapping_sack_blocks_count_each_segment_once() {
+        // Blocks repeated from the previous ACK are skipped; the parts of a block the previous
+        // ACK did not cover (either side, and between two old blocks) are still tagged.
+        let (mut sf, mut cc) = sent(40);
+        let t = Time(100_000_000);
+        let mut delivered = 0;
+        for (cum, sacks) in [
+            (0, vec![(5, 10)]),
+            (0, vec![(5, 10)]),
+            (0, vec![(12, 14), (5, 10)]),
+            (0, vec![(3, 16), (20, 22)]),
+            (0, vec![(20, 25), (3, 16)]),
+            (2, vec![(30, 31), (20, 25), (3, 16)]),
+            (4, vec![(30, 31), (20, 25), (4, 16)]),
+        ] {
+            delivered += sf.on_ack(t, &ack(cum, &sacks), &mut cc, &[]).delivered;
+        }
+        // SACKed 3..16, 20..25, 30; cumulatively ACKed 0, 1 (2 and 3 became ACKed too).
+        let sacked: Vec<u64> = (4..40)
+            .filter(|&q| sf.segs[(q - 4) as usize].sacked)
+            .collect();
+        let want: Vec<u64> = (4..16).chain(20..25).chain(30..31).collect();
+        assert_eq!(sacked, want);
+        assert_eq!(sf.sacked_out as usize, want.len());
+        assert_eq!(delivered as usize, 2 + 1 + want.len() + 1);
+    }
+
+    #[test]
     fn prr_sends_about_half_as_many_as_were_delivered() {
         let (mut sf, mut cc) = sent(100);
         sf.cwnd_validate(true);
@@ -841,5 +1211,112 @@ mod tests {
         sf.cc.ssthresh = 100;
         sf.penalize(Time(6));
         assert_eq!((sf.cwnd(), sf.cc.ssthresh), (10, 100));
+    }
+
+    fn ms(t: u64) -> Time {
+        Time(t * 1_000_000)
+    }
+
+    #[test]
+    fn one_sack_above_a_hole_waits_a_quarter_of_the_min_rtt_then_the_hole_is_lost() {
+        // RFC 8985 6.2: one segment SACKed (fewer than DupThresh) allows min_rtt / 4 of
+        // reordering, so the reordering timer finds the loss; DupThresh alone would wait for
+        // two more segments, and with none coming, for the RTO.
+        let (mut sf, mut cc) = sent(3);
+        sf.cwnd_validate(true);
+        sf.on_ack(ms(100), &ack(0, &[(1, 2)]), &mut cc, &[]);
+        assert_eq!(sf.ca_state(), CaState::Open);
+        assert_eq!(sf.next_retransmit(), None);
+        // RACK's RTT (100 ms) + min_rtt / 4 (25 ms) after segment 0 went, plus 2 ms.
+        assert_eq!(sf.reo_at(), Some(ms(127)));
+        sf.on_reo_timeout(ms(127), &mut cc, &[]);
+        assert_eq!(sf.ca_state(), CaState::Recovery);
+        assert_eq!(sf.next_retransmit(), Some(0));
+        assert_eq!(sf.reo_at(), None);
+        assert_eq!(sf.stats.rtos, 0);
+    }
+
+    #[test]
+    fn a_lost_retransmission_is_found_by_a_later_delivery_not_by_the_rto() {
+        let (mut sf, mut cc) = sent(10);
+        sf.cwnd_validate(true);
+        // 0 lost: three SACKs at 100 ms start recovery, 0 is retransmitted at 100 ms.
+        sf.on_ack(ms(100), &ack(0, &[(1, 4)]), &mut cc, &[]);
+        assert_eq!(sf.next_retransmit(), Some(0));
+        sf.transmit_retransmit(ms(100), 0, &mut cc);
+        // New data sent after the retransmission, at 110 ms, is SACKed at 210 ms while the
+        // retransmission, 110 ms out, is not: it was lost too.
+        sf.transmit_new(ms(110), 10, 1448, &mut cc);
+        let before = sf.stats.retransmits;
+        sf.on_ack(ms(210), &ack(0, &[(1, 11)]), &mut cc, &[]);
+        assert_eq!(sf.next_retransmit(), Some(0));
+        sf.transmit_retransmit(ms(210), 0, &mut cc);
+        assert_eq!(sf.stats.retransmits, before + 1);
+        assert_eq!(sf.stats.rtos, 0);
+        sf.on_ack(ms(310), &ack(11, &[]), &mut cc, &[]);
+        assert_eq!(sf.ca_state(), CaState::Open);
+    }
+
+    #[test]
+    fn a_tail_loss_is_probed_after_two_rtts_and_repaired_without_a_timeout() {
+        let (mut sf, mut cc) = sent(10);
+        sf.cwnd_validate(true);
+        // 8 and 9 are lost: the ACK of 0..7 at 100 ms leaves them out and nothing comes.
+        sf.on_ack(ms(100), &ack(8, &[]), &mut cc, &[]);
+        // PTO = 2 x srtt (100 ms) + 2 ms, before the RTO (100 + 200 ms after the ACK).
+        assert_eq!(sf.tlp_at(), Some(ms(302)));
+        assert!(sf.rto_at().unwrap() > ms(302));
+        assert!(!sf.tlp_due(ms(301)));
+        assert!(sf.tlp_due(ms(302)));
+        let probe = sf.tlp_retransmit_tail(ms(302), &mut cc);
+        assert_eq!(probe.seq, 9);
+        assert_eq!(sf.stats.tlp_probes, 1);
+        // Its SACK at 402 ms: 8, sent long before the probe, is lost.
+        sf.on_ack(ms(402), &ack(8, &[(9, 10)]), &mut cc, &[]);
+        assert_eq!(sf.ca_state(), CaState::Recovery);
+        assert_eq!(sf.next_retransmit(), Some(8));
+        sf.transmit_retransmit(ms(402), 8, &mut cc);
+        sf.on_ack(ms(502), &ack(10, &[]), &mut cc, &[]);
+        assert_eq!(sf.ca_state(), CaState::Open);
+        assert_eq!(sf.stats.rtos, 0);
+    }
+
+    #[test]
+    fn a_single_segment_out_waits_for_a_delayed_ack_before_probing() {
+        let (mut sf, mut cc) = sent(2);
+        sf.cwnd_validate(true);
+        sf.on_ack(ms(100), &ack(1, &[]), &mut cc, &[]);
+        // One segment out: 2 x 100 ms + 200 ms, but no later than the RTO (300 ms).
+        let rto = sf.rto_at().unwrap();
+        assert_eq!(rto, ms(400));
+        assert_eq!(sf.tlp_at(), Some(ms(400)));
+    }
+
+    #[test]
+    fn a_probe_that_only_duplicated_changes_nothing_one_that_repaired_reduces_the_window() {
+        // The probe's segment arrives twice: the receiver's duplicate ACK ends the episode.
+        let (mut sf, mut cc) = sent(4);
+        sf.cwnd_validate(true);
+        sf.on_ack(ms(100), &ack(2, &[]), &mut cc, &[]);
+        let cwnd = sf.cwnd();
+        assert!(sf.tlp_due(sf.tlp_at().unwrap()));
+        sf.tlp_retransmit_tail(ms(302), &mut cc);
+        sf.on_ack(ms(310), &ack(4, &[]), &mut cc, &[]); // the originals' ACK
+        sf.on_ack(ms(402), &ack(4, &[]), &mut cc, &[]); // the probe's: a duplicate
+        assert_eq!(sf.stats.tlp_recoveries, 0);
+        assert!(sf.cwnd() >= cwnd);
+        // Here the last segment was lost and the probe repaired it: the next ACK that moves
+        // past the probe's episode reduces the window (Reno: to half).
+        let (mut sf, mut cc) = sent(4);
+        sf.cwnd_validate(true);
+        sf.on_ack(ms(100), &ack(3, &[]), &mut cc, &[]);
+        let cwnd = sf.cwnd();
+        assert!(sf.tlp_due(sf.tlp_at().unwrap()));
+        sf.tlp_retransmit_tail(ms(302), &mut cc);
+        sf.on_ack(ms(402), &ack(4, &[]), &mut cc, &[]);
+        sf.transmit_new(ms(402), 4, 1448, &mut cc);
+        sf.on_ack(ms(502), &ack(5, &[]), &mut cc, &[]);
+        assert_eq!(sf.stats.tlp_recoveries, 1);
+        assert_eq!(sf.cwnd(), cwnd / 2);
     }
 }
