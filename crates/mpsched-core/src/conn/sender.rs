@@ -468,6 +468,11 @@ impl Sender {
             return;
         }
         let seg = self.subflows[i].tlp_retransmit_tail(now, self.cc.as_mut());
+        self.emit_retransmission(i, seg);
+    }
+
+    /// Puts a subflow-level retransmission on the wire and counts it on its data segment.
+    fn emit_retransmission(&mut self, i: usize, seg: DataSeg) {
         if let Some(d) = self.data.get_mut(seg.dseq) {
             d.retransmissions = d.retransmissions.saturating_add(1);
         }
@@ -601,11 +606,7 @@ impl Sender {
                 };
                 let seg = self.subflows[i].transmit_retransmit(now, seq, self.cc.as_mut());
                 self.stale.insert(i);
-                if let Some(d) = self.data.get_mut(seg.dseq) {
-                    d.retransmissions = d.retransmissions.saturating_add(1);
-                }
-                self.out
-                    .push_back(Packet::data(i as u8, seg, self.cfg.mptcp));
+                self.emit_retransmission(i, seg);
             }
         }
 

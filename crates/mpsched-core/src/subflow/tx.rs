@@ -449,19 +449,31 @@ impl SubflowTx {
         seq: u64,
         cc: &mut dyn CongestionControl,
     ) -> DataSeg {
+        debug_assert!({
+            let s = &self.segs[(seq - self.snd_una) as usize];
+            s.lost && !s.retrans && !s.sacked
+        });
+        self.resend(now, seq, cc)
+    }
+
+    /// Sends segment `seq` again: it counts as a retransmission in flight (once, however
+    /// often it is resent) and its transmission time and delivery state are renewed.
+    fn resend(&mut self, now: Time, seq: u64, cc: &mut dyn CongestionControl) -> DataSeg {
         self.on_transmit(now, cc);
         let delivered = self.delivered;
         let delivered_time = self.delivered_time;
         let s = &mut self.segs[(seq - self.snd_una) as usize];
-        debug_assert!(s.lost && !s.retrans && !s.sacked);
+        let newly_retrans = !s.retrans;
         s.retrans = true;
         s.ever_retrans = true;
         s.sent_at = now;
         s.delivered = delivered;
         s.delivered_time = delivered_time;
         let (dseq, len) = (s.dseq, s.len);
-        self.retrans_out += 1;
-        self.retrans_q.push_back(seq);
+        if newly_retrans {
+            self.retrans_out += 1;
+            self.retrans_q.push_back(seq);
+        }
         self.stats.retransmits += 1;
         self.count_sent(len);
         DataSeg {
@@ -845,32 +857,9 @@ impl SubflowTx {
 
     /// The probe as a retransmission of the last segment sent.
     pub fn tlp_retransmit_tail(&mut self, now: Time, cc: &mut dyn CongestionControl) -> DataSeg {
-        let seq = self.snd_nxt - 1;
-        self.on_transmit(now, cc);
-        let delivered = self.delivered;
-        let delivered_time = self.delivered_time;
-        let s = &mut self.segs[(seq - self.snd_una) as usize];
-        if !s.retrans {
-            s.retrans = true;
-            self.retrans_out += 1;
-            self.retrans_q.push_back(seq);
-        }
-        s.ever_retrans = true;
-        s.sent_at = now;
-        s.delivered = delivered;
-        s.delivered_time = delivered_time;
-        let (dseq, len) = (s.dseq, s.len);
-        self.stats.retransmits += 1;
-        self.count_sent(len);
+        let seg = self.resend(now, self.snd_nxt - 1, cc);
         self.tlp_after_probe(now, true);
-        DataSeg {
-            seq,
-            dseq,
-            len,
-            ts_val: now,
-            ts_ecr: self.peer_ts,
-            probe: false,
-        }
+        seg
     }
 
     fn tlp_after_probe(&mut self, now: Time, retrans: bool) {
