@@ -498,3 +498,15 @@ def test_the_window_is_the_buffer_times_the_ratio(overrides: dict, window: int) 
     assert conn["rwnd_bytes"].max() == window
     # The first window is the handshake's (at most 65,535 bytes unscaled).
     assert conn["rwnd_bytes"].iloc[0] <= 65_535
+
+
+def test_out_of_tree_stack_holds_acks_on_the_fast_subflow() -> None:
+    # The STMS lab: connection-level out-of-order data piles up behind the LTE path, and the
+    # out-of-tree kernel's Wi-Fi subflow holds back ACKs meanwhile; upstream never does.
+    def held(stack: str) -> list[int]:
+        r = mpsched.run(duration="5s", **{"connection.stack": stack})
+        return [s["held_acks"] for s in r.summary["subflows"]]
+
+    assert held("upstream") == [0, 0]
+    wifi, _ = held("out-of-tree")
+    assert wifi > 1000

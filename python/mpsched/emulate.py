@@ -661,6 +661,7 @@ def summarize(
                 "mean_burst_packets": None,
                 "p99_burst_packets": None,
                 "max_burst_packets": None,
+                "held_acks": None,
                 "kernel": {
                     "subflows": len(tx),
                     "mss": _last(tx, "snd_mss"),

@@ -54,6 +54,7 @@ Source = str | os.PathLike[str] | Mapping[str, Any] | None
 
 PROTOCOLS = ("mptcp", "tcp")
 CONGESTION_CONTROLS = ("reno", "cubic", "lia", "olia")
+STACKS = ("upstream", "out-of-tree")
 WORKLOAD_KINDS = ("bulk", "file")
 
 
@@ -186,6 +187,7 @@ class Connection(_Model):
     rcvbuf_initial: PositiveSize = "128KiB"  # type: ignore[assignment]
     rcvbuf_autotune: Flag = True
     window_ratio: OptionalRatio = None
+    stack: Annotated[Literal["upstream", "out-of-tree"], _choice(STACKS)] = "upstream"
     paths: list[Name] | None = None
     scheduler_params: dict[str, Param] = Field(default_factory=dict)
 
@@ -645,6 +647,7 @@ def to_native(scenario: Scenario) -> dict[str, Any]:
         "rcvbuf_initial_bytes": connection.rcvbuf_initial,
         "rcvbuf_autotune": connection.rcvbuf_autotune,
         "window_ratio": connection.window_ratio,
+        "stack": connection.stack,
         "workload": workload,
         "paths": [_path(p) for p in scenario.selected_paths()],
     }

@@ -85,6 +85,7 @@ fn sender(scheduler: &str) -> Sender {
             mptcp: true,
             sndbuf: Bytes(64 << 20),
             sndbuf_autotune: false,
+            stack: mpsched_core::conn::Stack::Upstream,
             initial_rwnd: Bytes(64 << 20),
             total: None,
             subflows: vec![sf(20), sf(100)],

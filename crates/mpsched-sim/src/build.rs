@@ -1,7 +1,9 @@
 //! Building scenarios in code (tests, benchmarks): the same `Config` the JSON describes,
 //! from readable units.
 
-use crate::config::{Change, Config, LinkSpec, PathConfig, Protocol, QueueSpec, Workload};
+use crate::config::{
+    Change, Config, LinkSpec, PathConfig, Protocol, QueueSpec, StackName, Workload,
+};
 use std::collections::BTreeMap;
 
 pub const MS: u64 = 1_000_000;
@@ -40,6 +42,7 @@ pub fn scenario(paths: Vec<PathConfig>, scheduler: &str, duration_ns: u64) -> Co
         rcvbuf_initial_bytes: mpsched_core::conn::rcvwin::RCVBUF_INITIAL,
         rcvbuf_autotune: true,
         window_ratio: None,
+        stack: StackName::Upstream,
         workload: Workload::Bulk,
         paths,
     }

@@ -36,6 +36,9 @@ pub struct Config {
     /// 1,500-byte packets on a TUN or veth device.
     #[serde(default)]
     pub window_ratio: Option<f64>,
+    /// The receiving kernel's MPTCP: "upstream" (Linux 5.6+) or "out-of-tree" (v0.9x).
+    #[serde(default)]
+    pub stack: StackName,
     pub workload: Workload,
     pub paths: Vec<PathConfig>,
 }
@@ -46,6 +49,23 @@ fn default_rcvbuf_initial() -> u64 {
 
 fn default_true() -> bool {
     true
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StackName {
+    #[default]
+    Upstream,
+    OutOfTree,
+}
+
+impl StackName {
+    pub fn stack(self) -> mpsched_core::conn::Stack {
+        match self {
+            StackName::Upstream => mpsched_core::conn::Stack::Upstream,
+            StackName::OutOfTree => mpsched_core::conn::Stack::OutOfTree,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]

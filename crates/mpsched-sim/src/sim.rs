@@ -149,6 +149,7 @@ impl Simulation {
             rcvbuf_autotune: cfg.rcvbuf_autotune,
             window_ratio: cfg.window_ratio_256(),
             subflows: n_sub,
+            stack: cfg.stack.stack(),
             total,
             trace,
         });
@@ -157,6 +158,7 @@ impl Simulation {
                 mptcp,
                 sndbuf: Bytes(cfg.sndbuf_bytes),
                 sndbuf_autotune: cfg.sndbuf_autotune,
+                stack: cfg.stack.stack(),
                 initial_rwnd: Bytes(client.initial_window()),
                 total,
                 subflows,

@@ -50,6 +50,9 @@ pub struct SubflowSummary {
     pub mean_burst_packets: f64,
     pub p99_burst_packets: u64,
     pub max_burst_packets: u64,
+    /// ACKs the receiver held back on this subflow because its window would have shrunk
+    /// (out-of-tree MPTCP).
+    pub held_acks: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -133,6 +136,7 @@ pub fn build(
                 mean_burst_packets: acks.burst_packets.mean(),
                 p99_burst_packets: acks.burst_packets.quantile(0.99),
                 max_burst_packets: acks.burst_packets.max(),
+                held_acks: client.stats.held_acks.get(i).copied().unwrap_or(0),
             }
         })
         .collect();

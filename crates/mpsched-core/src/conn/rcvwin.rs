@@ -65,6 +65,10 @@ pub struct RcvWindowConfig {
     pub mss: u32,
     /// MPTCP: only connection-level data counts against the buffer.
     pub mptcp: bool,
+    /// The out-of-tree MPTCP on Linux 4.x: one `rcv_ssthresh` for the connection, grown only
+    /// while below the free space (`tcp_grow_window` on the meta socket), and Linux 4.x
+    /// autotuning (`linux4_grow`) and receiver RTT (a 1/8 EWMA of every sample).
+    pub out_of_tree: bool,
     pub subflows: usize,
 }
 
@@ -152,18 +156,27 @@ impl RcvWindow {
         !self.cfg.mptcp
     }
 
+    /// Which `rcv_ssthresh` subflow `sf` uses.
+    fn ss(&self, sf: usize) -> usize {
+        if self.cfg.out_of_tree {
+            0
+        } else {
+            sf
+        }
+    }
+
     /// A data segment of `len` bytes arrived on subflow `sf`, not a duplicate, echoing
-    /// `tsecr`; `held` bytes count against the buffer.
-    pub fn on_segment(&mut self, now: Time, sf: usize, len: u32, tsecr: Time, held: u64) {
+    /// `tsecr`; `held` bytes count against the buffer. Returns whether `rcv_ssthresh` grew.
+    pub fn on_segment(&mut self, now: Time, sf: usize, len: u32, tsecr: Time, held: u64) -> bool {
         let Some(r) = self.rtt.get_mut(sf) else {
-            return;
+            return false;
         };
         // tcp_rcv_rtt_measure_ts: one sample per new TSecr, from full-sized segments.
         if tsecr > Time::ZERO && tsecr != r.last_tsecr && tsecr <= now {
             r.last_tsecr = tsecr;
             if len >= self.cfg.mss {
                 let sample = now - tsecr;
-                r.rtt = if r.rtt == Dur::ZERO || sample < r.rtt {
+                r.rtt = if r.rtt == Dur::ZERO || (sample < r.rtt && !self.cfg.out_of_tree) {
                     sample
                 } else {
                     Dur(r.rtt.0 - r.rtt.0 / 8 + sample.0 / 8)
@@ -171,17 +184,20 @@ impl RcvWindow {
             }
         }
         // tcp_grow_window.
-        if len >= GROW_MIN_LEN {
-            let full = self.full_space();
-            let limit = if self.cfg.mptcp {
-                full
-            } else {
-                full.min(full.saturating_sub(held))
-            };
-            let room = limit.saturating_sub(self.ssthresh[sf]);
-            let incr = (2 * wire::MSS as u64).max(2 * len as u64);
-            self.ssthresh[sf] += room.min(incr);
+        if len < GROW_MIN_LEN {
+            return false;
         }
+        let full = self.full_space();
+        let limit = if self.cfg.mptcp && !self.cfg.out_of_tree {
+            full
+        } else {
+            full.saturating_sub(held)
+        };
+        let ss = self.ss(sf);
+        let room = limit.saturating_sub(self.ssthresh[ss]);
+        let incr = (2 * wire::MSS as u64).max(2 * len as u64);
+        self.ssthresh[ss] += room.min(incr);
+        room > 0
     }
 
     /// The application read `bytes`: at most once per receiver RTT, grow the buffer with what
@@ -202,8 +218,12 @@ impl RcvWindow {
         }
         let (c, s) = (self.copied, self.space.max(1));
         if c > s {
-            // tcp_rcvbuf_grow (6.18): twice what was read, plus the growth seen.
-            let w = 2 * c + 4 * c * (c - s) / s;
+            let w = if self.cfg.out_of_tree {
+                linux4_grow(c, s)
+            } else {
+                // tcp_rcvbuf_grow (6.18): twice what was read, plus the growth seen.
+                2 * c + 4 * c * (c - s) / s
+            };
             let rcvbuf = space_from_win(self.cfg.ratio, w).min(self.cfg.rcvbuf_max);
             self.rcvbuf = self.rcvbuf.max(rcvbuf);
             self.space = c;
@@ -220,7 +240,22 @@ impl RcvWindow {
         if free < full / 2 && (free < full / 16 || free < self.cfg.mss as u64) {
             return 0;
         }
-        free.min(self.ssthresh.get(sf).copied().unwrap_or(0))
+        free.min(self.ssthresh.get(self.ss(sf)).copied().unwrap_or(0))
+    }
+}
+
+/// Linux 4.x `tcp_rcv_space_adjust`: twice what was read plus 16 segments, times 1.5 if the
+/// reading grew by a quarter, times 2 if by half.
+fn linux4_grow(c: u64, s: u64) -> u64 {
+    let w = 2 * c + 16 * wire::MSS as u64;
+    if 4 * c >= 5 * s {
+        if 2 * c >= 3 * s {
+            2 * w
+        } else {
+            w + w / 2
+        }
+    } else {
+        w
     }
 }
 
@@ -248,6 +283,7 @@ mod tests {
             ratio: linux_ratio(MSS),
             mss: MSS,
             mptcp: true,
+            out_of_tree: false,
             subflows: 2,
         }
     }
@@ -338,5 +374,31 @@ mod tests {
         // A short segment gives no sample.
         w.on_segment(ms(400), 1, 100, ms(390), 0);
         assert_eq!(w.rtt[1].rtt, Dur::from_millis(50));
+    }
+
+    #[test]
+    fn out_of_tree_one_threshold_for_the_connection_grown_only_below_the_free_space() {
+        // 128 KiB to start with, half of it window (tcp_adv_win_scale = 1): 65,536 bytes;
+        // rcv_ssthresh 64,088.
+        let mut w = RcvWindow::new(RcvWindowConfig {
+            out_of_tree: true,
+            ratio: 128,
+            ..cfg(6 << 20, true)
+        });
+        assert_eq!((w.full_space(), w.window(1, 0)), (65_536, 64_088));
+        // A segment on subflow 0 opens the window of subflow 1 too, up to the free space.
+        assert!(w.on_segment(ms(1), 0, MSS, Time::ZERO, 0));
+        assert_eq!(w.window(1, 0), 65_536);
+        // Held data leaves less free space than the threshold: no growth, a smaller window.
+        assert!(!w.on_segment(ms(1), 1, MSS, Time::ZERO, 10_000));
+        assert_eq!(w.window(0, 10_000), 55_536);
+    }
+
+    #[test]
+    fn linux4_autotuning_doubles_on_fast_growth() {
+        let seg = 16 * wire::MSS as u64;
+        assert_eq!(linux4_grow(100_000, 100_000), 200_000 + seg);
+        assert_eq!(linux4_grow(130_000, 100_000), (260_000 + seg) * 3 / 2);
+        assert_eq!(linux4_grow(150_000, 100_000), 2 * (300_000 + seg));
     }
 }

@@ -16,6 +16,7 @@
 
 use crate::conn::rcvwin::{linux_ratio, RcvWindow, RcvWindowConfig};
 use crate::conn::stats::Histogram;
+use crate::conn::Stack;
 use crate::packet::{Ack, Packet, Payload, SackBlock, MAX_SACK_BLOCKS};
 use crate::subflow::rx::{AckNeed, RxSeg};
 use crate::subflow::SubflowRx;
@@ -37,6 +38,8 @@ pub struct ReceiverConfig {
     /// a TUN or veth device (`rcvwin::linux_ratio`).
     pub window_ratio: Option<u32>,
     pub subflows: usize,
+    /// Which Linux MPTCP receives.
+    pub stack: Stack,
     /// Bytes expected in all (a file); `None` for bulk.
     pub total: Option<Bytes>,
     pub trace: bool,
@@ -59,6 +62,9 @@ pub struct ReceiverStats {
     pub duplicate_segments: u64,
     pub beyond_window_drops: u64,
     pub acks_sent: u64,
+    /// Per subflow: ACKs of a second segment held back because the window would have shrunk
+    /// (out-of-tree MPTCP only).
+    pub held_acks: Vec<u64>,
     /// Peak bytes held out of order.
     pub peak_held_bytes: u64,
 }
@@ -93,9 +99,17 @@ impl Receiver {
             rcvbuf_max: cfg.rcvbuf.0,
             rcvbuf_initial: cfg.rcvbuf_initial.0,
             autotune: cfg.rcvbuf_autotune,
-            ratio: cfg.window_ratio.unwrap_or(linux_ratio(mss)).clamp(1, 256),
+            ratio: cfg
+                .window_ratio
+                .unwrap_or(match cfg.stack {
+                    Stack::Upstream => linux_ratio(mss),
+                    // Linux 4.x: tcp_adv_win_scale = 1.
+                    Stack::OutOfTree => 128,
+                })
+                .clamp(1, 256),
             mss,
             mptcp: cfg.mptcp,
+            out_of_tree: cfg.stack == Stack::OutOfTree,
             subflows: cfg.subflows,
         });
         Receiver {
@@ -106,6 +120,7 @@ impl Receiver {
             window,
             stats: ReceiverStats {
                 delivered_by_subflow: vec![0; cfg.subflows],
+                held_acks: vec![0; cfg.subflows],
                 ..Default::default()
             },
             trace: cfg.trace.then(DeliveryTrace::default),
@@ -154,6 +169,10 @@ impl Receiver {
             self.ooo_bytes
         }
     }
+    fn out_of_tree(&self) -> bool {
+        self.cfg.stack == Stack::OutOfTree
+    }
+
     /// The window this receiver advertises now.
     pub fn rwnd(&self) -> u64 {
         self.right_edge - self.data_rcv_nxt * self.mss
@@ -178,14 +197,27 @@ impl Receiver {
         }
         let need = self.subflows[i].on_segment(now, &seg);
         let charged = self.charged_bytes();
-        self.window.on_segment(now, i, seg.len, seg.ts_ecr, charged);
+        let grew = self.window.on_segment(now, i, seg.len, seg.ts_ecr, charged);
         let mut filled_hole = false;
         while let Some(rx) = self.subflows[i].poll_in_order() {
             filled_hole |= self.deliver(now, i as u8, rx);
         }
         let held = self.held_bytes();
         self.stats.peak_held_bytes = self.stats.peak_held_bytes.max(held);
-        if need == AckNeed::Now {
+        let ack = match need {
+            AckNeed::Now => true,
+            AckNeed::Delayed => grew && self.out_of_tree(),
+            AckNeed::Second => {
+                !self.out_of_tree()
+                    || grew
+                    || self.window.window(i, self.charged_bytes()) >= self.adv_window[i]
+                    || {
+                        self.stats.held_acks[i] += 1;
+                        self.subflows[i].hold_ack(now)
+                    }
+            }
+        };
+        if ack {
             self.send_ack(now, i);
         }
         if filled_hole {
@@ -324,5 +356,112 @@ impl Receiver {
 
     pub fn poll_transmit(&mut self) -> Option<Packet> {
         self.out.pop_front()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::DataSeg;
+
+    /// A 128 KiB buffer, not autotuned: `rcv_ssthresh` reaches the free space after one
+    /// segment, so from then on any data held shrinks the window.
+    fn receiver(stack: Stack) -> Receiver {
+        Receiver::new(ReceiverConfig {
+            mptcp: true,
+            rcvbuf: Bytes(128 << 10),
+            rcvbuf_initial: Bytes(128 << 10),
+            rcvbuf_autotune: false,
+            window_ratio: None,
+            subflows: 2,
+            stack,
+            total: None,
+            trace: false,
+        })
+    }
+
+    fn data(sf: u8, seq: u64, dseq: u64) -> Packet {
+        let seg = DataSeg {
+            seq,
+            dseq,
+            len: wire::MPTCP_MSS,
+            ts_val: Time::ZERO,
+            ts_ecr: Time::ZERO,
+            probe: false,
+        };
+        Packet::data(sf, seg, true)
+    }
+
+    fn acks(r: &mut Receiver, sf: u8) -> Vec<Ack> {
+        std::iter::from_fn(|| r.poll_transmit())
+            .filter(|p| p.subflow == sf)
+            .filter_map(|p| match p.payload {
+                Payload::Ack(a) => Some(a),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Subflow 0 gets data segments 0 to 39 in order, then 41 to 60 while 40 (sent on
+    /// subflow 1) is missing, one per millisecond. Returns the ACKs subflow 0 sent in that
+    /// second phase.
+    fn above_a_connection_level_hole(r: &mut Receiver) -> Vec<Ack> {
+        let ms = |t: u64| Time(t * 1_000_000);
+        for d in 0..40 {
+            r.handle_data(ms(d), &data(0, d, d));
+        }
+        acks(r, 0);
+        for d in 41..=60 {
+            r.handle_data(ms(d), &data(0, d - 1, d));
+        }
+        acks(r, 0)
+    }
+
+    #[test]
+    fn upstream_subflows_ack_every_second_segment_whatever_the_connection_holds() {
+        let mut r = receiver(Stack::Upstream);
+        let sent = above_a_connection_level_hole(&mut r);
+        assert_eq!(sent.len(), 10);
+        assert!(sent.iter().all(|a| a.data_ack == 40));
+        assert_eq!(r.stats.held_acks, vec![0, 0]);
+    }
+
+    #[test]
+    fn out_of_tree_subflows_hold_acks_while_the_connection_holds_more() {
+        // __tcp_ack_snd_check with __mptcp_select_window: each segment queued above the hole
+        // shrinks the connection's window, so no second-segment ACK goes at once; the
+        // delayed-ACK timer (40 ms after the first unacknowledged segment, at 41 ms) sends
+        // one ACK for all twenty.
+        let mut r = receiver(Stack::OutOfTree);
+        let sent = above_a_connection_level_hole(&mut r);
+        assert!(sent.is_empty(), "{} ACKs", sent.len());
+        // Every segment after the first found an ACK owed and held it back.
+        assert_eq!(r.stats.held_acks, vec![19, 0]);
+        assert_eq!(r.poll_timeout(), Some(Time(81_000_000)));
+        r.handle_timeout(Time(81_000_000));
+        let late = acks(&mut r, 0);
+        assert_eq!(late.len(), 1);
+        assert_eq!((late[0].ack, late[0].data_ack), (60, 40));
+        // The hole fills on subflow 1: the read frees the buffer, and ACKs flow again.
+        r.handle_data(Time(90_000_000), &data(1, 0, 40));
+        assert_eq!(r.data_rcv_nxt(), 61);
+        for d in 61..=64 {
+            r.handle_data(Time(91_000_000 + d), &data(0, d - 1, d));
+        }
+        assert_eq!(acks(&mut r, 0).len(), 2);
+    }
+
+    #[test]
+    fn out_of_tree_subflows_ack_every_second_segment_when_data_arrives_in_order() {
+        let mut r = receiver(Stack::OutOfTree);
+        for d in 0..40 {
+            r.handle_data(Time(d * 1_000_000), &data(0, d, d));
+        }
+        acks(&mut r, 0);
+        for d in 40..60 {
+            r.handle_data(Time(d * 1_000_000), &data(0, d, d));
+        }
+        assert_eq!(acks(&mut r, 0).len(), 10);
+        assert_eq!(r.stats.held_acks, vec![0, 0]);
     }
 }

@@ -21,6 +21,7 @@
 
 use crate::cc::{CcState, CongestionControl};
 use crate::conn::stats::Histogram;
+use crate::conn::Stack;
 use crate::packet::{Ack, DataSeg, Packet, Payload};
 use crate::sched::{Decision, Reason, SchedCtx, SchedSample, Scheduler, SubflowSet, SubflowView};
 use crate::subflow::tx::SubflowTx;
@@ -48,6 +49,8 @@ pub struct SenderConfig {
     pub sndbuf: Bytes,
     /// Linux send-buffer autotuning.
     pub sndbuf_autotune: bool,
+    /// Which Linux MPTCP sends (how the send buffer grows).
+    pub stack: Stack,
     /// The peer's receive buffer, the window before the first ACK.
     pub initial_rwnd: Bytes,
     /// Bytes to send in all; `None` is an endless bulk transfer.
@@ -343,6 +346,33 @@ impl Sender {
         }
     }
 
+    /// `tcp_new_space` on subflow `i` after an ACK freed memory: its buffer grows, and the
+    /// connection's follows.
+    fn autotune_sndbuf(&mut self, now: Time, i: usize) {
+        let wmem_max = self.cfg.sndbuf.0;
+        if self.cfg.mptcp && self.cfg.stack == Stack::OutOfTree {
+            let rtt_max = (0..self.subflows.len())
+                .filter(|&j| self.established(j, now))
+                .map(|j| self.subflows[j].srtt())
+                .max()
+                .unwrap_or(Dur::ZERO);
+            self.subflows[i].expand_sndbuf_v0(rtt_max, wmem_max);
+            // mptcp_update_sndbuf: the sum, at most tcp_wmem[2], never smaller.
+            let sum: u64 = (0..self.subflows.len())
+                .filter(|&j| self.established(j, now))
+                .map(|j| self.subflows[j].sndbuf())
+                .sum();
+            self.data.set_sndbuf(sum.min(wmem_max));
+            return;
+        }
+        self.subflows[i].expand_sndbuf(wmem_max);
+        let joined = (0..self.subflows.len())
+            .filter(|&j| self.established(j, now))
+            .map(|j| &self.subflows[j]);
+        let bytes = Self::autotuned_sndbuf(self.cfg.mptcp, joined);
+        self.data.set_sndbuf(bytes);
+    }
+
     // ----- input -----
 
     /// Starts the transfer (the request reached the server).
@@ -362,12 +392,7 @@ impl Sender {
         let out = self.subflows[i].on_ack(now, &ack, self.cc.as_mut(), &self.cc_scratch);
         self.stale.insert(i);
         if out.una_advanced && self.cfg.sndbuf_autotune {
-            self.subflows[i].expand_sndbuf(self.cfg.sndbuf.0);
-            let joined = (0..self.subflows.len())
-                .filter(|&j| self.established(j, now))
-                .map(|j| &self.subflows[j]);
-            let bytes = Self::autotuned_sndbuf(self.cfg.mptcp, joined);
-            self.data.set_sndbuf(bytes);
+            self.autotune_sndbuf(now, i);
         }
         let step = self.on_data_ack(now, &ack);
 

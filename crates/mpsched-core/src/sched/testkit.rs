@@ -59,6 +59,7 @@ pub fn sender_params(scheduler: &str, s: Setup, mut params: SchedParams) -> Send
             mptcp: true,
             sndbuf: Bytes(s.sndbuf_segments * MSS64),
             sndbuf_autotune: false,
+            stack: crate::conn::Stack::Upstream,
             initial_rwnd: Bytes(s.rwnd_segments * MSS64),
             total: s.total_bytes.map(Bytes),
             subflows,

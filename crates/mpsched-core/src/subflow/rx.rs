@@ -32,6 +32,9 @@ pub struct RxSeg {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AckNeed {
     Now,
+    /// A second full segment since the last ACK: Linux ACKs it at once if the receive window
+    /// would not shrink (`__tcp_ack_snd_check`); the receiver decides.
+    Second,
     /// The delayed-ACK timer is (or was already) armed.
     Delayed,
 }
@@ -123,11 +126,14 @@ impl SubflowRx {
                 return self.ack_now();
             }
             self.unacked_segs += 1;
-            if self.quickacks > 0 || self.unacked_segs >= 2 {
+            if self.quickacks > 0 {
                 return self.ack_now();
             }
             if self.delack_at.is_none() {
                 self.delack_at = Some(now + DELACK);
+            }
+            if self.unacked_segs >= 2 {
+                return AckNeed::Second;
             }
             return AckNeed::Delayed;
         }
@@ -157,6 +163,19 @@ impl SubflowRx {
 
     fn ack_now(&mut self) -> AckNeed {
         AckNeed::Now
+    }
+
+    /// The receiver holds back the ACK of a second segment (its window would shrink): the
+    /// delayed-ACK timer sends it, unless it is due within a quarter of its timeout, when it
+    /// goes now (`tcp_send_delayed_ack`). Returns whether to ACK now.
+    pub fn hold_ack(&mut self, now: Time) -> bool {
+        match self.delack_at {
+            Some(t) => t <= now + Dur(DELACK.0 / 4),
+            None => {
+                self.delack_at = Some(now + DELACK);
+                false
+            }
+        }
     }
 
     /// Segments received in order since the last ACK.
@@ -302,7 +321,7 @@ mod tests {
         rx.quickacks = 0;
         assert_eq!(rx.on_segment(Time(1), &seg(0)), AckNeed::Delayed);
         assert_eq!(rx.delack_at(), Some(Time(1) + DELACK));
-        assert_eq!(rx.on_segment(Time(2), &seg(1)), AckNeed::Now);
+        assert_eq!(rx.on_segment(Time(2), &seg(1)), AckNeed::Second);
         rx.on_ack_sent();
         assert_eq!(rx.on_segment(Time(3), &seg(2)), AckNeed::Delayed);
         assert!(!rx.on_delack_timer(Time(4)));

@@ -98,6 +98,18 @@ pub fn sndbuf_for(cwnd: u32, wmem_max: u64) -> u64 {
     (2 * cwnd.max(INITIAL_CWND) as u64 * SNDBUF_PER_SEGMENT).min(wmem_max)
 }
 
+/// The out-of-tree MPTCP's `tcp_sndbuf_expand` for a subflow: twice the segments it sends in
+/// the largest subflow RTT (`mptcp_check_snd_buf`: cwnd x RTT_max / sRTT, at least
+/// `tcp_reordering` + 1), at most `tcp_wmem[2]`.
+pub fn mptcp_v0_sndbuf_for(cwnd: u32, srtt: Dur, rtt_max: Dur, wmem_max: u64) -> u64 {
+    let segs = if srtt == Dur::ZERO {
+        0
+    } else {
+        cwnd as u64 * rtt_max.0.max(srtt.0) / srtt.0
+    };
+    (2 * segs.max(DUP_THRESH as u64 + 1) * SNDBUF_PER_SEGMENT).min(wmem_max)
+}
+
 #[derive(Clone, Copy, Debug)]
 pub struct TxSeg {
     pub dseq: u64,
@@ -259,8 +271,19 @@ impl SubflowTx {
     /// `tcp_new_space` after an ACK freed queue memory (and `tcp_init_buffer_space`): the
     /// buffer grows to twice the window unless the window is full (`tcp_should_expand_sndbuf`).
     pub fn expand_sndbuf(&mut self, wmem_max: u64) {
+        let want = sndbuf_for(self.cc.cwnd, wmem_max);
+        self.expand_sndbuf_to(want);
+    }
+
+    /// `tcp_new_space` with the out-of-tree MPTCP's sizing (`mptcp_v0_sndbuf_for`).
+    pub fn expand_sndbuf_v0(&mut self, rtt_max: Dur, wmem_max: u64) {
+        let want = mptcp_v0_sndbuf_for(self.cc.cwnd, self.srtt(), rtt_max, wmem_max);
+        self.expand_sndbuf_to(want);
+    }
+
+    fn expand_sndbuf_to(&mut self, want: u64) {
         if self.in_flight() < self.cc.cwnd || self.sndbuf == 0 {
-            self.sndbuf = self.sndbuf.max(sndbuf_for(self.cc.cwnd, wmem_max));
+            self.sndbuf = self.sndbuf.max(want);
         }
     }
 
@@ -1033,6 +1056,26 @@ impl SubflowTx {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn out_of_tree_send_buffer_is_sized_for_the_largest_rtt() {
+        let ms = Dur::from_millis;
+        // cwnd 40 at 20 ms beside a 200 ms subflow: 400 segments' worth, twice.
+        assert_eq!(
+            mptcp_v0_sndbuf_for(40, ms(20), ms(200), 64 << 20),
+            2 * 400 * SNDBUF_PER_SEGMENT
+        );
+        // The slowest subflow sizes for its own window; tcp_wmem[2] caps; no RTT yet: 4.
+        assert_eq!(
+            mptcp_v0_sndbuf_for(40, ms(200), ms(200), 64 << 20),
+            80 * 2304
+        );
+        assert_eq!(mptcp_v0_sndbuf_for(40, ms(20), ms(200), 1 << 20), 1 << 20);
+        assert_eq!(
+            mptcp_v0_sndbuf_for(40, Dur::ZERO, ms(200), 1 << 20),
+            8 * 2304
+        );
+    }
     use super::*;
     use crate::cc::Reno;
     use crate::packet::{SackBlock, MAX_SACK_BLOCKS};
