@@ -77,6 +77,15 @@ def test_the_paper001_sweep_fills_table1_s_domains() -> None:
     assert max(float(p.factors["path.b.queue"].removesuffix("ms")) for p in high) > 1800
 
 
+def test_the_paper000_sweep_runs_the_lab_on_both_kernels() -> None:
+    sweep = load_sweep(ROOT / "experiments" / "paper000-lab.toml")
+    # 2 kernels x 2 LTE RTTs x 3 Wi-Fi buffers x 6 schedulers, 3 seeds each.
+    assert len(sweep.points) == 72
+    assert sweep.repetitions == 3
+    stacks = {p.overrides["connection.stack"] for p in sweep.points}
+    assert stacks == {"out-of-tree", "upstream"}
+
+
 @pytest.mark.parametrize(
     ("group", "message"),
     [

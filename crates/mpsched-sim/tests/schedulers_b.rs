@@ -6,7 +6,7 @@
 //! 2500 data segments (1424 payload bytes for MPTCP) per second, 28.48 Mbit/s of payload.
 
 use mpsched_sim::build::*;
-use mpsched_sim::config::{Config, Protocol, QueueSpec, Workload};
+use mpsched_sim::config::{Config, Protocol, QueueSpec, StackName, Workload};
 use mpsched_sim::{RunOutput, Simulation, Summary};
 
 fn run(cfg: Config) -> Summary {
@@ -264,35 +264,56 @@ fn the_stms_gaps_match_the_true_gap_on_constant_paths() {
 /// goodput by about 30% over Default, whose fast subflow collapses to ~40% of its link (Table
 /// 1) because Data ACK jumps make it burst into the small buffer.
 ///
-/// Not reproduced: the model's Default keeps its fast subflow near its link rate (27.3 of 28.5
-/// Mbit/s), and STMS-A gains nothing. Nor does this machine's kernel collapse: in the
-/// calibration (docs/calibration/60s, the same set-up at RTT_s = 100 ms) its scheduler gets
-/// 47.7 Mbit/s with a 30 KB fast-path buffer, 58% of it on the fast path (27.7 Mbit/s). The
-/// bursts need a blocked connection-level window, and here nothing blocks it long: Linux
-/// advertises 3.88 MB of the 6 MiB buffer, and the LTE path's queue stays far below its
-/// 500 ms (srtt ~140 ms at RTT 100 ms: the 0.01% random loss keeps CUBIC's window there
-/// small), so Buf(default) = (B_f + B_s) x RTT_s (eq. 1) stays under the window. The fast
-/// subflow stays clocked by its own subflow ACKs and never sends a window's worth at once.
+/// Upstream Linux does not collapse, in the model or on this machine's kernel: in the
+/// calibration (docs/calibration/60s, the same set-up at RTT_s = 100 ms) the 6.18 kernel gets
+/// 47.7 Mbit/s with a 30 KB fast-path buffer, 58% of it on the fast path (27.7 Mbit/s). Its
+/// subflows ACK every second segment whatever the connection holds, so the fast subflow
+/// stays clocked and the model's Default keeps it near its link rate.
+///
+/// The paper ran the out-of-tree v0.92, whose subflows hold back ACKs while connection-level
+/// out-of-order data piles up (`Stack::OutOfTree`): there the fast subflow falls to ~76% of
+/// its link at RTT_s = 100 ms and STMS-A, which keeps arrivals in order, gains 15%. Short of
+/// the paper: the held ACKs go out at the next read, and with Default's interleaving a read
+/// comes with almost every LTE segment, so the fast subflow's bursts stay short (p99 of 3
+/// segments) and its buffer overflows less often than the paper's Table 1 implies. At
+/// RTT_s = 200 ms the model's STMS-A gains nothing (1.01x): both lose as much to the 30 KB
+/// buffer.
 #[test]
-fn lab_a_30kb_fast_buffer_does_not_collapse_the_fast_subflow_in_the_model() {
+fn lab_a_30kb_fast_buffer_collapses_the_fast_subflow_only_on_the_out_of_tree_kernel() {
+    let cfg = |s: &str, slow: u64, stack: StackName| {
+        let mut c = with(stms_lab(slow * MS, 60 * S), s);
+        c.paths[0].down.queue = QueueSpec::Bytes(30_000);
+        c.stack = stack;
+        c
+    };
+    let link = payload_mbps(30 * MBPS);
     for slow in [100, 200] {
-        let cfg = |s: &str| {
-            let mut c = with(stms_lab(slow * MS, 60 * S), s);
-            c.paths[0].down.queue = QueueSpec::Bytes(30_000);
-            c
-        };
-        let d = run(cfg("default"));
-        let a = run(cfg("stms-a"));
+        let d = run(cfg("default", slow, StackName::Upstream));
+        let a = run(cfg("stms-a", slow, StackName::Upstream));
         println!(
-            "20/{slow} ms, 30 KB: default {:.2} (fast subflow {:.2}), stms-a {:.2} ({:.2}x)",
+            "upstream 20/{slow} ms, 30 KB: default {:.2} (fast subflow {:.2}), stms-a {:.2} \
+             ({:.2}x)",
             d.goodput_mbps,
             d.subflows[0].goodput_mbps,
             a.goodput_mbps,
             a.goodput_mbps / d.goodput_mbps
         );
-        assert!(d.subflows[0].goodput_mbps >= 0.9 * payload_mbps(30 * MBPS));
+        assert!(d.subflows[0].goodput_mbps >= 0.9 * link);
         assert!(a.goodput_mbps >= 0.97 * d.goodput_mbps);
     }
+    let d = run(cfg("default", 100, StackName::OutOfTree));
+    let a = run(cfg("stms-a", 100, StackName::OutOfTree));
+    println!(
+        "out-of-tree 20/100 ms, 30 KB: default {:.2} (fast subflow {:.2}, {} held ACKs), \
+         stms-a {:.2} ({:.2}x)",
+        d.goodput_mbps,
+        d.subflows[0].goodput_mbps,
+        d.subflows[0].held_acks,
+        a.goodput_mbps,
+        a.goodput_mbps / d.goodput_mbps
+    );
+    assert!(d.subflows[0].goodput_mbps <= 0.85 * link);
+    assert!(a.goodput_mbps >= 1.1 * d.goodput_mbps);
 }
 
 /// Paper (sec. 5.1.1, Fig. 10b): STMS-A keeps the mean out-of-order delay close to zero while
@@ -307,6 +328,10 @@ fn lab_a_30kb_fast_buffer_does_not_collapse_the_fast_subflow_in_the_model() {
 /// 2 reads the Data ACK jump ending such a stall as a gap error and widens the gap, which then
 /// takes seconds to come back. What holds: the median segment waits for nothing with STMS
 /// where it waits ~50 ms with Default, and every mean is well below Default's.
+///
+/// On the out-of-tree kernel (the paper's) the means are alike for this seed (STMS-A 65% of
+/// Default's, STMS-C 45%, OTIAS 52%), but over seeds 1-3 STMS-A's mean equals Default's
+/// (44 against 43 ms; docs/experiments/paper000.md): the gap adjustment is the weak part.
 #[test]
 fn lab_stms_delivers_in_order_where_default_waits_for_the_slow_path() {
     let cfg = |s: &str| with(stms_lab(200 * MS, 60 * S), s);
