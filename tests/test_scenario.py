@@ -30,6 +30,7 @@ STMS_NATIVE: dict[str, Any] = {
     "rcvbuf_initial_bytes": 128 * 2**10,
     "rcvbuf_autotune": True,
     "window_ratio": None,
+    "stack": "upstream",
     "workload": {"kind": "bulk"},
     "paths": [
         {
