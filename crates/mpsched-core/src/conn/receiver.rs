@@ -173,6 +173,21 @@ impl Receiver {
         self.cfg.stack == Stack::OutOfTree
     }
 
+    /// Whether subflow `i` ACKs a second unacknowledged segment now (`__tcp_ack_snd_check`).
+    /// Upstream always does. The out-of-tree MPTCP does if `rcv_ssthresh` just grew (quick
+    /// ACK) or the connection's window would not shrink; otherwise it holds the ACK back for
+    /// the delayed-ACK timer, unless that is almost due.
+    fn acks_second_segment(&mut self, now: Time, i: usize, grew: bool) -> bool {
+        if !self.out_of_tree() || grew {
+            return true;
+        }
+        if self.window.window(i, self.charged_bytes()) >= self.adv_window[i] {
+            return true;
+        }
+        self.stats.held_acks[i] += 1;
+        self.subflows[i].hold_ack(now)
+    }
+
     /// The window this receiver advertises now.
     pub fn rwnd(&self) -> u64 {
         self.right_edge - self.data_rcv_nxt * self.mss
@@ -207,15 +222,7 @@ impl Receiver {
         let ack = match need {
             AckNeed::Now => true,
             AckNeed::Delayed => grew && self.out_of_tree(),
-            AckNeed::Second => {
-                !self.out_of_tree()
-                    || grew
-                    || self.window.window(i, self.charged_bytes()) >= self.adv_window[i]
-                    || {
-                        self.stats.held_acks[i] += 1;
-                        self.subflows[i].hold_ack(now)
-                    }
-            }
+            AckNeed::Second => self.acks_second_segment(now, i, grew),
         };
         if ack {
             self.send_ack(now, i);

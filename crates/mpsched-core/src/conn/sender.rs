@@ -346,30 +346,35 @@ impl Sender {
         }
     }
 
+    /// The subflows whose handshake is done.
+    fn joined(&self, now: Time) -> impl Iterator<Item = &SubflowTx> {
+        self.subflows
+            .iter()
+            .enumerate()
+            .filter(move |(j, _)| self.established(*j, now))
+            .map(|(_, sf)| sf)
+    }
+
     /// `tcp_new_space` on subflow `i` after an ACK freed memory: its buffer grows, and the
     /// connection's follows.
     fn autotune_sndbuf(&mut self, now: Time, i: usize) {
         let wmem_max = self.cfg.sndbuf.0;
-        if self.cfg.mptcp && self.cfg.stack == Stack::OutOfTree {
-            let rtt_max = (0..self.subflows.len())
-                .filter(|&j| self.established(j, now))
-                .map(|j| self.subflows[j].srtt())
-                .max()
-                .unwrap_or(Dur::ZERO);
-            self.subflows[i].expand_sndbuf_v0(rtt_max, wmem_max);
-            // mptcp_update_sndbuf: the sum, at most tcp_wmem[2], never smaller.
-            let sum: u64 = (0..self.subflows.len())
-                .filter(|&j| self.established(j, now))
-                .map(|j| self.subflows[j].sndbuf())
-                .sum();
-            self.data.set_sndbuf(sum.min(wmem_max));
-            return;
+        let out_of_tree = self.cfg.mptcp && self.cfg.stack == Stack::OutOfTree;
+        if out_of_tree {
+            let rtt_max = self.joined(now).map(|sf| sf.srtt()).max();
+            self.subflows[i].expand_sndbuf_v0(rtt_max.unwrap_or(Dur::ZERO), wmem_max);
+        } else {
+            self.subflows[i].expand_sndbuf(wmem_max);
         }
-        self.subflows[i].expand_sndbuf(wmem_max);
-        let joined = (0..self.subflows.len())
-            .filter(|&j| self.established(j, now))
-            .map(|j| &self.subflows[j]);
-        let bytes = Self::autotuned_sndbuf(self.cfg.mptcp, joined);
+        let bytes = if out_of_tree {
+            // mptcp_update_sndbuf: the sum, at most tcp_wmem[2].
+            self.joined(now)
+                .map(|sf| sf.sndbuf())
+                .sum::<u64>()
+                .min(wmem_max)
+        } else {
+            Self::autotuned_sndbuf(self.cfg.mptcp, self.joined(now))
+        };
         self.data.set_sndbuf(bytes);
     }
 
