@@ -3,7 +3,7 @@
 use super::linux::LinuxSched;
 use super::mptcp_sf::MptcpSf;
 use super::otias::{Otias, WaitRule};
-use super::stms::{Stms, StmsVariant};
+use super::stms::{OwdEstimate, Stms, StmsVariant};
 use super::{no_params, SchedInfo, Scheduler};
 
 pub const SCHEDULERS: &[SchedInfo] = &[
@@ -29,8 +29,12 @@ pub const SCHEDULERS: &[SchedInfo] = &[
                       segment, the slow one the gap-th, gap = B_f x (OWD_s - OWD_f)",
         source: "Shi et al., \"STMS\", USENIX ATC 2018, Algorithm 1, eqs. 2 and 4, sec. 4",
         build: |p| {
-            no_params("stms-c", p)?;
-            Ok(Box::new(Stms::new(StmsVariant::Calculated)) as Box<dyn Scheduler>)
+            p.only("stms-c", &["owd"])?;
+            let owd = match p.choice("owd", "half-rtt", &["half-rtt", "forward-queue"])? {
+                "forward-queue" => OwdEstimate::ForwardQueue,
+                _ => OwdEstimate::HalfRtt,
+            };
+            Ok(Box::new(Stms::new(StmsVariant::Calculated { owd })) as Box<dyn Scheduler>)
         },
     },
     SchedInfo {

@@ -20,6 +20,13 @@
 //! gap = B_f x (srtt_s - srtt_f) / 2                                                  (eq. 2)
 //! ```
 //!
+//! Eq. 2 with OWD = srtt / 2 assumes the queueing delay splits evenly between the two
+//! directions, but a bulk download queues only on the forward path: a slow path whose queue
+//! grows by Q delays its segments by Q and the estimate by Q / 2, so the gap falls short by
+//! B_f x Q / 2. The parameter `owd = "forward-queue"` (not in the paper; default `"half-rtt"`,
+//! the paper) charges the whole queueing delay to the forward path:
+//! OWD = min_rtt / 2 + (srtt - min_rtt).
+//!
 //! B_f is the fast subflow's delivery rate: the data actually delivered per unit time, which is
 //! what fills the gap (a bottleneck-bandwidth maximum would overstate it whenever the fast path
 //! cannot run at its link rate, sec. 3.1's "it can never reach the actual available
@@ -91,14 +98,35 @@ use crate::units::wire::MSS;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StmsVariant {
-    /// STMS-C: gap from eq. 2.
-    Calculated,
+    /// STMS-C: gap from eq. 2, with one-way delays estimated as `owd` says.
+    Calculated { owd: OwdEstimate },
     /// STMS-A: gap from Algorithm 2; `interval` `None` = (srtt_s + srtt_f) / 2;
     /// `skip_recovery`: ignore Data ACKs while a subflow recovers from a loss.
     Adjusted {
         interval: Option<Dur>,
         skip_recovery: bool,
     },
+}
+
+/// How STMS-C turns a subflow's RTT into its one-way delay.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OwdEstimate {
+    /// srtt / 2: symmetric paths (sec. 4, the paper).
+    HalfRtt,
+    /// min_rtt / 2 + (srtt - min_rtt): the queueing delay is all on the forward path.
+    ForwardQueue,
+}
+
+impl OwdEstimate {
+    fn of(self, v: &SubflowView) -> f64 {
+        let srtt = v.srtt.as_secs_f64();
+        match self {
+            OwdEstimate::ForwardQueue if v.min_rtt > Dur::ZERO => {
+                srtt - v.min_rtt.as_secs_f64() / 2.0
+            }
+            _ => srtt / 2.0,
+        }
+    }
 }
 
 const PER_SUBFLOW_KEYS: [&str; 8] = [
@@ -175,13 +203,13 @@ impl Stms {
     /// The gap of the subflow ranked `rank` (>= 1), in segments.
     fn gap(&mut self, views: &[SubflowView], rank: usize) -> u64 {
         let j = self.order[rank];
-        if self.variant == StmsVariant::Calculated {
+        if let StmsVariant::Calculated { owd } = self.variant {
             // eq. 2, summed over the faster subflows.
-            let owd_j = views[j].srtt.as_secs_f64() / 2.0;
+            let owd_j = owd.of(&views[j]);
             let gap: f64 = self.order[..rank]
                 .iter()
                 .map(|&k| {
-                    let owd_k = views[k].srtt.as_secs_f64() / 2.0;
+                    let owd_k = owd.of(&views[k]);
                     self.segments_per_sec(&views[k]) * (owd_j - owd_k).max(0.0)
                 })
                 .sum();
@@ -218,7 +246,7 @@ impl Stms {
 impl Scheduler for Stms {
     fn name(&self) -> &'static str {
         match self.variant {
-            StmsVariant::Calculated => "stms-c",
+            StmsVariant::Calculated { .. } => "stms-c",
             StmsVariant::Adjusted { .. } => "stms-a",
         }
     }
@@ -510,5 +538,36 @@ mod tests {
         );
         let err = crate::sched::build("stms-a", &p).err().unwrap();
         assert!(err.contains("scheduler_params.recovery_jumps"), "{err}");
+    }
+
+    /// The gap the slow subflow uses after its first segments come back 300 ms after they
+    /// left, on a 100 ms path: srtt_s = 100 + (300 - 100) / 8 = 125 ms, min_rtt_s = 100 ms.
+    fn gap_behind_a_slow_path_queue(owd: &str) -> Vec<f64> {
+        let mut s = sender(
+            "stms-c",
+            Setup {
+                params: vec![("owd", crate::sched::ParamValue::Str(owd.into()))],
+                ..Setup::default()
+            },
+        );
+        s.start(ms(0));
+        drain(&mut s);
+        gaps(&mut s);
+        s.handle_ack(ms(300), &ack(1, 2, 0, 1000));
+        drain(&mut s);
+        gaps(&mut s)
+    }
+
+    #[test]
+    fn forward_queue_owd_charges_the_whole_queueing_delay_to_the_forward_path() {
+        // B_f = 10 segments / 10 ms (no rate sample yet). Half-RTT (the paper):
+        // 1000/s x (125 - 10) ms / 2 = 57.5. Forward queue: OWD_s = 125 - 100 / 2 = 75 ms,
+        // OWD_f = 10 - 10 / 2 = 5 ms, 1000/s x 70 ms = 70.
+        assert_eq!(gap_behind_a_slow_path_queue("half-rtt"), vec![58.0]);
+        assert_eq!(gap_behind_a_slow_path_queue("forward-queue"), vec![70.0]);
+        let p = crate::sched::SchedParams::new()
+            .with("owd", crate::sched::ParamValue::Str("one-way".into()));
+        let err = crate::sched::build("stms-c", &p).err().unwrap();
+        assert!(err.contains("scheduler_params.owd"), "{err}");
     }
 }
