@@ -27,12 +27,14 @@
 //! the paper) charges the whole queueing delay to the forward path:
 //! OWD = min_rtt / 2 + (srtt - min_rtt).
 //!
-//! B_f is the fast subflow's delivery rate: the data actually delivered per unit time, which is
-//! what fills the gap (a bottleneck-bandwidth maximum would overstate it whenever the fast path
-//! cannot run at its link rate, sec. 3.1's "it can never reach the actual available
-//! bandwidth"). Each delivery-rate sample already averages over an RTT (`tcp_rate.c`); new
-//! samples are smoothed with gain 1/8, as srtt is. Before the first sample: cwnd x MSS / srtt.
-//!
+//! B_f is "the bandwidth of the fast path": the bottleneck bandwidth, estimated as Linux
+//! estimates it (BBR's `bbr_bw`), the largest delivery-rate sample (`tcp_rate.c`) of the last
+//! 10 round trips (here 10 x srtt). Not the delivery rate itself: when the gap is too small
+//! the fast subflow idles behind held-back ACKs, its delivery rate drops, the gap shrinks with
+//! it and the fast subflow starves further (with a 30 KB buffer on the fast path and
+//! RTT_s = 200 ms that loop halved its goodput); a maximum keeps what the path can carry.
+//! Before the first sample: cwnd x MSS / srtt.
+
 //! STMS-A (Algorithm 2) adjusts the gap from the Data ACKs instead:
 //!
 //! ```text
@@ -95,6 +97,7 @@ use super::{Decision, Reason, SchedCtx, Scheduler, SubflowSet, SubflowView};
 use crate::cc::CaState;
 use crate::time::{Dur, Time};
 use crate::units::wire::MSS;
+use std::collections::VecDeque;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StmsVariant {
@@ -129,6 +132,32 @@ impl OwdEstimate {
     }
 }
 
+/// BBR's bandwidth-filter length (`bbr_bw_rtts`).
+const BW_WINDOW_ROUNDS: u64 = 10;
+
+/// The largest sample of a sliding time window: samples that can no longer be the maximum
+/// (older and not larger than a newer one) are dropped at once, so the queue stays short.
+#[derive(Clone, Debug, Default)]
+struct MaxFilter {
+    samples: VecDeque<(Time, u64)>,
+}
+
+impl MaxFilter {
+    fn update(&mut self, now: Time, value: u64, window: Dur) {
+        while self.samples.back().is_some_and(|&(_, v)| v <= value) {
+            self.samples.pop_back();
+        }
+        self.samples.push_back((now, value));
+        while self.samples.front().is_some_and(|&(t, _)| t + window < now) {
+            self.samples.pop_front();
+        }
+    }
+
+    fn max(&self) -> u64 {
+        self.samples.front().map_or(0, |&(_, v)| v)
+    }
+}
+
 const PER_SUBFLOW_KEYS: [&str; 8] = [
     "gap.sf0", "gap.sf1", "gap.sf2", "gap.sf3", "gap.sf4", "gap.sf5", "gap.sf6", "gap.sf7",
 ];
@@ -140,8 +169,8 @@ struct PerSubflow {
     /// STMS-A: smoothed delta.
     ewma: f64,
     next_adjust: Option<Time>,
-    /// Smoothed delivery rate (bits per second) and the last raw sample seen.
-    rate_bps: f64,
+    /// Delivery-rate samples (bits per second) of the last 10 round trips.
+    bw: MaxFilter,
     last_sample: u64,
     srtt: Dur,
     /// The integer gap last recorded under this subflow's own key.
@@ -172,19 +201,15 @@ impl Stms {
         }
     }
 
-    /// Feeds new delivery-rate samples into each subflow's smoothed estimate.
-    fn update_rates(&mut self, views: &[SubflowView]) {
+    /// Feeds new delivery-rate samples into each subflow's bandwidth filter.
+    fn update_rates(&mut self, now: Time, views: &[SubflowView]) {
         for v in views {
             let s = &mut self.sf[v.id];
             s.srtt = v.srtt;
             let sample = v.delivery_rate_bps();
             if sample > 0 && sample != s.last_sample {
                 s.last_sample = sample;
-                s.rate_bps = if s.rate_bps == 0.0 {
-                    sample as f64
-                } else {
-                    s.rate_bps + (sample as f64 - s.rate_bps) / 8.0
-                };
+                s.bw.update(now, sample, v.srtt * BW_WINDOW_ROUNDS);
             }
         }
     }
@@ -192,8 +217,8 @@ impl Stms {
     /// B_k in segments per second. Delivery rates count packets of `wire::MSS` bytes, as
     /// Linux's do (`tcp_rate.c` scales by `mss_cache`), so this is packets per second.
     fn segments_per_sec(&self, v: &SubflowView) -> f64 {
-        let bps = match self.sf[v.id].rate_bps {
-            r if r > 0.0 => r,
+        let bps = match self.sf[v.id].bw.max() {
+            r if r > 0 => r as f64,
             _ if v.srtt > Dur::ZERO => v.cwnd as f64 * MSS as f64 * 8.0 / v.srtt.as_secs_f64(),
             _ => 0.0,
         };
@@ -256,7 +281,7 @@ impl Scheduler for Stms {
         if self.sf.len() < views.len() {
             self.sf.resize(views.len(), PerSubflow::default());
         }
-        self.update_rates(views);
+        self.update_rates(ctx.now, views);
         self.recovering = views.iter().any(|v| v.ca_state != CaState::Open);
         self.max_window = self.max_window.max(ctx.window_bytes());
         self.order.clear();
@@ -569,5 +594,23 @@ mod tests {
             .with("owd", crate::sched::ParamValue::Str("one-way".into()));
         let err = crate::sched::build("stms-c", &p).err().unwrap();
         assert!(err.contains("scheduler_params.owd"), "{err}");
+    }
+
+    #[test]
+    fn the_bandwidth_filter_keeps_the_largest_sample_of_its_window() {
+        let mut f = super::MaxFilter::default();
+        let w = Dur::from_millis(100);
+        f.update(ms(0), 30, w);
+        f.update(ms(10), 10, w);
+        assert_eq!(f.max(), 30);
+        f.update(ms(50), 20, w);
+        assert_eq!(f.max(), 30);
+        // 30 leaves the window; 20 is the largest left, 10 was dropped when 20 came.
+        f.update(ms(105), 5, w);
+        assert_eq!(f.max(), 20);
+        assert_eq!(f.samples.len(), 2);
+        f.update(ms(200), 40, w);
+        assert_eq!(f.max(), 40);
+        assert_eq!(f.samples.len(), 1);
     }
 }
