@@ -79,7 +79,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
     """Replace the native module by a small pure-Python fake (tests of the Python layer alone)."""
     monkeypatch.setattr(api, "native", lambda: fake_native)
     monkeypatch.setattr(
-        scenario, "_scheduler_names", lambda: tuple(n for n, _, _ in fake_native.schedulers())
+        scenario, "_scheduler_names", lambda: tuple(entry[0] for entry in fake_native.schedulers())
     )
     fake_native.calls.clear()
     yield fake_native

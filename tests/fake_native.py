@@ -33,11 +33,11 @@ _KEYS = {
 }
 
 
-def schedulers() -> list[tuple[str, str, str]]:
+def schedulers() -> list[tuple[str, str, str, list[str]]]:
     return [
-        ("default", "lowest smoothed RTT with free window first", "builtin"),
-        ("minrtt", "lowest RTT first", "builtin"),
-        ("rr", "round robin", "builtin"),
+        ("default", "lowest smoothed RTT with free window first", "builtin", []),
+        ("minrtt", "lowest RTT first", "builtin", []),
+        ("rr", "round robin", "builtin", []),
     ]
 
 

@@ -55,8 +55,8 @@ def run(
     ``scheduler``, an object with ``next(ctx: SchedContext)``, replaces the scenario's
     scheduler (see ``mpsched.Scheduler``)."""
 
-def schedulers() -> list[tuple[str, str, str]]:
-    """(name, one-line description, source) of every registered scheduler."""
+def schedulers() -> list[tuple[str, str, str, list[str]]]:
+    """(name, one-line description, source, parameter keys) of every registered scheduler."""
 
 def bench_event_queue(events: int, pending: int) -> float:
     """Million push/pop pairs per second of a bare binary-heap event loop."""

@@ -60,11 +60,16 @@ class SchedulerInfo(NamedTuple):
     name: str
     description: str
     source: str
+    params: tuple[str, ...] = ()
+    """The keys it takes in ``[connection.scheduler_params]``."""
 
 
 def schedulers() -> list[SchedulerInfo]:
     """Every scheduler the simulator knows."""
-    return [SchedulerInfo(*entry) for entry in native().schedulers()]
+    return [
+        SchedulerInfo(name, description, source, tuple(params))
+        for name, description, source, params in native().schedulers()
+    ]
 
 
 @dataclass

@@ -370,7 +370,7 @@ def _scheduler_names() -> tuple[str, ...] | None:
         from . import _native  # type: ignore[attr-defined]
     except ImportError:
         return None
-    return tuple(name for name, _description, _source in _native.schedulers())
+    return tuple(entry[0] for entry in _native.schedulers())
 
 
 # --- pydantic errors -> one line ---

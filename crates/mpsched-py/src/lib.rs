@@ -148,11 +148,12 @@ fn serde_json_string(s: &mpsched_sim::Summary) -> PyResult<String> {
     mpsched_sim::summary_json(s).map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }
 
-/// (name, description, source) of every registered scheduler.
+/// (name, description, source, parameter keys) of every registered scheduler.
 #[pyfunction]
-fn schedulers() -> Vec<(&'static str, &'static str, &'static str)> {
+#[allow(clippy::type_complexity)]
+fn schedulers() -> Vec<(&'static str, &'static str, &'static str, Vec<&'static str>)> {
     registry()
-        .map(|s| (s.name, s.description, s.source))
+        .map(|s| (s.name, s.description, s.source, s.params.to_vec()))
         .collect()
 }
 

@@ -63,16 +63,6 @@ fn fixed(x: f64) -> i64 {
 
 impl Blest {
     pub fn from_params(p: &SchedParams) -> Result<Blest, String> {
-        p.only(
-            "blest",
-            &[
-                "lambda",
-                "lambda_min",
-                "lambda_max",
-                "lambda_up",
-                "lambda_down",
-            ],
-        )?;
         let lo = p.num("lambda_min", 1.0, 0.1, 10.0)?;
         let hi = p.num("lambda_max", 1.3, lo, 10.0)?;
         let lambda = p.num("lambda", 1.2_f64.clamp(lo, hi), lo, hi)?;

@@ -55,7 +55,6 @@ impl BufferbloatMitigation {
     }
 
     pub fn from_params(p: &SchedParams) -> Result<BufferbloatMitigation, String> {
-        p.only("bm", &["lambda", "srtt_min"])?;
         let lambda = p.num("lambda", 3.0, 0.1, 100.0)?;
         let mode = match p.choice("srtt_min", "subflow", &["subflow", "connection"])? {
             "subflow" => SrttMin::Subflow,

@@ -86,7 +86,6 @@ fn lcm(a: u64, b: u64) -> u64 {
 
 impl Daps {
     pub fn from_params(p: &SchedParams) -> Result<Daps, String> {
-        p.only("daps", &["granularity", "cwnd_ewma"])?;
         let granularity = p.duration("granularity")?.unwrap_or(Dur::from_millis(4));
         let ewma = p.num("cwnd_ewma", 0.875, 0.0, 0.999)?;
         Ok(Daps {

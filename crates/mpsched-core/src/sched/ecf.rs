@@ -50,7 +50,6 @@ pub struct Ecf {
 
 impl Ecf {
     pub fn from_params(p: &SchedParams) -> Result<Ecf, String> {
-        p.only("ecf", &["beta", "x"])?;
         let beta = p.num("beta", 0.25, 0.0, 10.0)?;
         let window_floor = p.choice("x", "window", &["window", "unsent"])? == "window";
         Ok(Ecf {

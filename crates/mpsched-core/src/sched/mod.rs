@@ -302,12 +302,10 @@ pub struct SchedInfo {
     pub name: &'static str,
     pub description: &'static str,
     pub source: &'static str,
+    /// The keys of `[connection.scheduler_params]` it takes.
+    pub params: &'static [&'static str],
+    /// Builds it from parameters whose keys are among `params`.
     pub build: fn(&SchedParams) -> Result<Box<dyn Scheduler>, String>,
-}
-
-/// For schedulers without parameters.
-pub(crate) fn no_params(name: &str, p: &SchedParams) -> Result<(), String> {
-    p.only(name, &[])
 }
 
 /// Every registered scheduler, in listing order.
@@ -321,23 +319,24 @@ pub fn registry() -> impl Iterator<Item = &'static SchedInfo> {
 const FOUNDATION: &[SchedInfo] = &[
     SchedInfo {
         name: "minrtt",
+        params: &[],
         description: "lowest smoothed RTT among subflows with congestion-window space (LowRTT)",
         source: "Paasch et al., CSWS 2014, sec. 3.2; Linux out-of-tree mptcp_sched.c",
-        build: |p| no_params("minrtt", p).map(|_| Box::new(MinRtt::new()) as Box<dyn Scheduler>),
+        build: |_| Ok(Box::new(MinRtt::new()) as Box<dyn Scheduler>),
     },
     SchedInfo {
         name: "default",
+        params: &[],
         description: "minrtt plus opportunistic retransmission and penalisation",
         source: "Raiciu et al., NSDI 2012, sec. 4.2; Linux out-of-tree MPTCP v0.9x mptcp_sched.c",
-        build: |p| {
-            no_params("default", p).map(|_| Box::new(DefaultSched::new()) as Box<dyn Scheduler>)
-        },
+        build: |_| Ok(Box::new(DefaultSched::new()) as Box<dyn Scheduler>),
     },
     SchedInfo {
         name: "rr",
+        params: &[],
         description: "round robin: one segment per turn over subflows with window space",
         source: "Paasch et al., CSWS 2014, sec. 3.1; Linux out-of-tree mptcp_rr.c",
-        build: |p| no_params("rr", p).map(|_| Box::new(RoundRobin::new()) as Box<dyn Scheduler>),
+        build: |_| Ok(Box::new(RoundRobin::new()) as Box<dyn Scheduler>),
     },
 ];
 
@@ -354,6 +353,7 @@ pub fn build(name: &str, params: &SchedParams) -> Result<Box<dyn Scheduler>, Str
             names.join(", ")
         )
     })?;
+    params.only(name, info.params)?;
     (info.build)(params)
 }
 

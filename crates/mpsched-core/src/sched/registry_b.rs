@@ -4,17 +4,17 @@ use super::linux::LinuxSched;
 use super::mptcp_sf::MptcpSf;
 use super::otias::{Otias, WaitRule};
 use super::stms::{OwdEstimate, Stms, StmsVariant};
-use super::{no_params, SchedInfo, Scheduler};
+use super::{SchedInfo, Scheduler};
 
 pub const SCHEDULERS: &[SchedInfo] = &[
     SchedInfo {
         name: "otias",
+        params: &["wait"],
         description: "out-of-order transmission for in-order arrival: each segment goes to the \
                       subflow where it would arrive first, queued if that subflow has no window",
         source: "Yang, Wang, Amer, \"Out-of-order Transmission for In-order Arrival Scheduling \
                  for Multipath TCP\", Figure 3, eqs. 1-3",
         build: |p| {
-            p.only("otias", &["wait"])?;
             let wait = match p.choice("wait", "paper", &["paper", "kau", "xquic"])? {
                 "kau" => WaitRule::Kau,
                 "xquic" => WaitRule::Xquic,
@@ -25,11 +25,11 @@ pub const SCHEDULERS: &[SchedInfo] = &[
     },
     SchedInfo {
         name: "stms-c",
+        params: &["owd"],
         description: "STMS with the gap calculated: the fast subflow sends the first unsent \
                       segment, the slow one the gap-th, gap = B_f x (OWD_s - OWD_f)",
         source: "Shi et al., \"STMS\", USENIX ATC 2018, Algorithm 1, eqs. 2 and 4, sec. 4",
         build: |p| {
-            p.only("stms-c", &["owd"])?;
             let owd = match p.choice("owd", "half-rtt", &["half-rtt", "forward-queue"])? {
                 "forward-queue" => OwdEstimate::ForwardQueue,
                 _ => OwdEstimate::HalfRtt,
@@ -39,11 +39,11 @@ pub const SCHEDULERS: &[SchedInfo] = &[
     },
     SchedInfo {
         name: "stms-a",
+        params: &["adjust_interval", "recovery_jumps"],
         description: "STMS with the gap adjusted from the Data ACKs (who held the left edge, how \
                       many segments each Data ACK released)",
         source: "Shi et al., \"STMS\", USENIX ATC 2018, Algorithms 1 and 2, eq. 4",
         build: |p| {
-            p.only("stms-a", &["adjust_interval", "recovery_jumps"])?;
             let interval = p.duration("adjust_interval")?;
             let skip_recovery = p.choice("recovery_jumps", "count", &["count", "skip"])? == "skip";
             Ok(Box::new(Stms::new(StmsVariant::Adjusted {
@@ -54,12 +54,12 @@ pub const SCHEDULERS: &[SchedInfo] = &[
     },
     SchedInfo {
         name: "mptcp-sf",
+        params: &["s1_bytes", "s2_bytes", "lambda"],
         description: "flow classification by bytes sent: the fastest subflow below s1_bytes, the \
                       subflows within lambda x min RTT below s2_bytes, then every subflow \
                       (default policy)",
         source: "Yang et al., \"A MPTCP Scheduler for Web Transfer\", Algorithms 1 and 2",
         build: |p| {
-            p.only("mptcp-sf", &["s1_bytes", "s2_bytes", "lambda"])?;
             let s1 = p.num("s1_bytes", 100_000.0, 0.0, 1e15)?;
             let s2 = p.num("s2_bytes", 400_000.0, 0.0, 1e15)?;
             if s2 < s1 {
@@ -73,13 +73,11 @@ pub const SCHEDULERS: &[SchedInfo] = &[
     },
     SchedInfo {
         name: "linux",
+        params: &[],
         description: "upstream Linux: the subflow with the smallest linger time (queued bytes / \
                       average pacing rate), bursts of up to 65,428 bytes, backup only if no \
                       regular subflow is active",
         source: "Linux 5.x/6.x net/mptcp/protocol.c, mptcp_subflow_get_send",
-        build: |p| {
-            no_params("linux", p)?;
-            Ok(Box::new(LinuxSched::new()) as Box<dyn Scheduler>)
-        },
+        build: |_| Ok(Box::new(LinuxSched::new()) as Box<dyn Scheduler>),
     },
 ];
