@@ -49,6 +49,9 @@ pub struct Ack {
     pub ts_val: Time,
     /// TSecr (RFC 7323 4.3).
     pub ts_ecr: Time,
+    /// The ACK reports a duplicate segment (RFC 2883 D-SACK; the block itself is not
+    /// modelled, only that there is one).
+    pub dsack: bool,
 }
 
 impl Ack {

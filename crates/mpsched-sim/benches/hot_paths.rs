@@ -110,6 +110,7 @@ fn ack(subflow: u8, cum: u64, data_ack: u64) -> Packet {
             rwnd: 64 << 20,
             ts_val: Time::ZERO,
             ts_ecr: Time::ZERO,
+            dsack: false,
         },
         true,
     )

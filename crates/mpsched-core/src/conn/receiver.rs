@@ -342,6 +342,7 @@ impl Receiver {
             rwnd: self.right_edge - self.data_rcv_nxt * self.mss,
             ts_val: now,
             ts_ecr: sf.ts_recent(),
+            dsack: sf.dsack(),
         };
         sf.on_ack_sent();
         self.stats.acks_sent += 1;

@@ -92,6 +92,7 @@ pub fn ack(subflow: u8, cum: u64, data_ack: u64, rwnd_segments: u64) -> Packet {
             rwnd: rwnd_segments * MSS64,
             ts_val: Time::ZERO,
             ts_ecr: Time::ZERO,
+            dsack: false,
         },
         true,
     )

@@ -55,6 +55,8 @@ pub struct SubflowRx {
     delack_at: Option<Time>,
     quickacks: u32,
     ts_recent: Time,
+    /// A duplicate arrived since the last ACK: the next one reports it (RFC 2883 D-SACK).
+    dsack: bool,
     pub segments_received: u64,
     pub duplicates: u64,
 }
@@ -74,6 +76,7 @@ impl SubflowRx {
             delack_at: None,
             quickacks: MAX_QUICKACKS,
             ts_recent: Time::ZERO,
+            dsack: false,
             segments_received: 0,
             duplicates: 0,
         }
@@ -97,8 +100,9 @@ impl SubflowRx {
     pub fn on_segment(&mut self, now: Time, seg: &DataSeg) -> AckNeed {
         self.segments_received += 1;
         if seg.seq < self.rcv_nxt || self.holds(seg.seq) {
-            // RFC 5681 4.2 / RFC 2883: a duplicate is ACKed at once.
+            // RFC 5681 4.2 / RFC 2883: a duplicate is ACKed at once, and reported.
             self.duplicates += 1;
+            self.dsack = true;
             return self.ack_now();
         }
         let rx = RxSeg {
@@ -184,7 +188,13 @@ impl SubflowRx {
     }
 
     /// Called when an ACK is actually sent (immediate or delayed).
+    /// Whether the ACK about to go reports a duplicate (Linux `tcp_dsack_set`).
+    pub fn dsack(&self) -> bool {
+        self.dsack
+    }
+
     pub fn on_ack_sent(&mut self) {
+        self.dsack = false;
         self.unacked_segs = 0;
         self.delack_at = None;
         self.quickacks = self.quickacks.saturating_sub(1);
@@ -408,9 +418,14 @@ mod tests {
         let mut rx = SubflowRx::new(0);
         rx.quickacks = 0;
         rx.on_segment(Time(0), &seg(0));
+        assert!(!rx.dsack());
         assert_eq!(rx.on_segment(Time(1), &seg(0)), AckNeed::Now);
         assert_eq!(drain(&mut rx), vec![0]);
         assert_eq!(rx.duplicates, 1);
+        // That ACK reports the duplicate (D-SACK), the next does not.
+        assert!(rx.dsack());
+        rx.on_ack_sent();
+        assert!(!rx.dsack());
     }
 
     #[test]

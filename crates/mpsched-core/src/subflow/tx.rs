@@ -695,7 +695,7 @@ impl SubflowTx {
             }
         }
         if self.tlp_high_seq.is_some() {
-            self.process_tlp_ack(now, ack.ack, &out, cc, all);
+            self.process_tlp_ack(now, ack, &out, cc, all);
         }
         // Linux `tcp_ack_is_dubious` -> `tcp_identify_packet_loss`.
         if newly_sacked || self.ca_state != CaState::Open || self.lost_out > 0 {
@@ -895,12 +895,14 @@ impl SubflowTx {
     }
 
     /// `tcp_process_tlp_ack`: an ACK beyond the probe's episode means the probe repaired a
-    /// loss (reduce the window, as `tcp_init_cwnd_reduction` + `tcp_end_cwnd_reduction`); a
-    /// duplicate ACK at its end means original and probe both arrived.
+    /// loss (reduce the window, as `tcp_init_cwnd_reduction` + `tcp_end_cwnd_reduction`),
+    /// unless it reports the probe as a duplicate (D-SACK); a duplicate ACK at its end also
+    /// means original and probe both arrived. Without the D-SACK check every probe sent while
+    /// the receiver merely held its ACK back would count as a repaired loss.
     fn process_tlp_ack(
         &mut self,
         now: Time,
-        cum: u64,
+        ack: &Ack,
         out: &AckOutcome,
         cc: &mut dyn CongestionControl,
         all: &[CcState],
@@ -908,10 +910,11 @@ impl SubflowTx {
         let Some(high) = self.tlp_high_seq else {
             return;
         };
+        let cum = ack.ack;
         if cum < high {
             return;
         }
-        if !self.tlp_retrans {
+        if !self.tlp_retrans || ack.dsack {
             self.tlp_high_seq = None;
         } else if cum > high {
             self.tlp_high_seq = None;
@@ -1089,6 +1092,7 @@ mod tests {
             rwnd: u64::MAX,
             ts_val: Time::ZERO,
             ts_ecr: Time::ZERO,
+            dsack: false,
         };
         for (i, &(s, e)) in sacks.iter().enumerate() {
             a.sack[i] = SackBlock { start: s, end: e };
@@ -1350,5 +1354,27 @@ mod tests {
         sf.on_ack(ms(502), &ack(5, &[]), &mut cc, &[]);
         assert_eq!(sf.stats.tlp_recoveries, 1);
         assert_eq!(sf.cwnd(), cwnd / 2);
+    }
+
+    #[test]
+    fn a_probe_reported_as_a_duplicate_is_no_loss_even_when_the_ack_moves_on() {
+        // The receiver had all four segments but held its ACK (the out-of-tree MPTCP's
+        // window rule): the probe is a duplicate there, and the ACK it triggers, cumulative
+        // up to 4, carries a D-SACK. Without it, that ACK would read as a repaired loss.
+        for (dsack, recoveries) in [(true, 0), (false, 1)] {
+            let (mut sf, mut cc) = sent(4);
+            sf.cwnd_validate(true);
+            sf.on_ack(ms(100), &ack(2, &[]), &mut cc, &[]);
+            let cwnd = sf.cwnd();
+            assert!(sf.tlp_due(sf.tlp_at().unwrap()));
+            sf.tlp_retransmit_tail(ms(302), &mut cc);
+            let mut a = ack(4, &[]);
+            a.dsack = dsack;
+            sf.on_ack(ms(402), &a, &mut cc, &[]);
+            sf.transmit_new(ms(402), 4, 1448, &mut cc);
+            sf.on_ack(ms(502), &ack(5, &[]), &mut cc, &[]);
+            assert_eq!(sf.stats.tlp_recoveries, recoveries, "dsack {dsack}");
+            assert_eq!(sf.cwnd() >= cwnd, dsack, "dsack {dsack}");
+        }
     }
 }
