@@ -32,9 +32,10 @@
 //! 10 round trips (here 10 x srtt). Not the delivery rate itself: when the gap is too small
 //! the fast subflow idles behind held-back ACKs, its delivery rate drops, the gap shrinks with
 //! it and the fast subflow starves further (with a 30 KB buffer on the fast path and
-//! RTT_s = 200 ms that loop halved its goodput); a maximum keeps what the path can carry.
+//! RTT_s = 200 ms that loop halved the fast subflow's goodput); a maximum keeps what the
+//! path can carry.
 //! Before the first sample: cwnd x MSS / srtt.
-
+//!
 //! STMS-A (Algorithm 2) adjusts the gap from the Data ACKs instead:
 //!
 //! ```text
@@ -60,6 +61,12 @@
 //! pull it down, and under CUBIC's periodic losses the gap settles above the true one. The
 //! parameter `recovery_jumps = "skip"` (not in the paper; default `"count"`, the paper) ignores
 //! Data ACKs that arrive while any subflow is in fast recovery or after a timeout.
+//!
+//! Nor can Algorithm 2 tell a gap error while the subflows interleave segment by segment (two
+//! paths of equal rate: the slow one takes every other segment past the gap). In-order
+//! arrivals then move the Data ACK by 4 per fast-subflow ACK (its 2 segments and the slow
+//! ones between them), above the threshold of 2, with the left edge on either subflow by
+//! turns; the deltas cancel whatever the error (docs/experiments/paper000.md).
 //!
 //! Fallback (sec. 3.2, eq. 4): the slow subflow is used only if the host buffer (the smaller of
 //! the send buffer and the largest receive window seen) holds
