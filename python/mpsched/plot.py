@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import traces
+from .gaps import SEGMENT_COLUMNS as SEGMENT_GAP_COLUMNS
+from .gaps import gap_truth
 from .traces import SSTHRESH_INFINITE, Run, load_run, mss_bytes
 
 if TYPE_CHECKING:
@@ -661,6 +663,19 @@ def plot_totals(runs: Sequence[Run], labels: Sequence[str]) -> Figure | None:
     return fig
 
 
+def _plot_needed_gap(ax: Axes, run: Run, color: str, label: str) -> None:
+    """Beside the STMS gap, the gap the slow subflow's segments needed (mpsched.gaps)."""
+    segments = run.frame("segments", SEGMENT_GAP_COLUMNS)
+    try:
+        needed = gap_truth(segments)
+    except ValueError:
+        return
+    if needed.empty:
+        return
+    x, y = _bin(needed["t_ns"].to_numpy(), needed["needed"].to_numpy(), "mean")
+    ax.plot(x, y, color=color, linestyle="--", linewidth=1.0, label=f"{label}: needed")
+
+
 def plot_scheduler(runs: Sequence[Run], labels: Sequence[str]) -> Figure | None:
     """Values the scheduler recorded over time (e.g. the STMS gap, Fig. 12)."""
     frames = [run.frame("scheduler") for run in runs]
@@ -680,6 +695,8 @@ def plot_scheduler(runs: Sequence[Run], labels: Sequence[str]) -> Figure | None:
                 continue
             x, y = _bin(rows["t_ns"].to_numpy(), rows["value"].to_numpy(), "mean")
             ax.plot(x, y, color=COLORS[r % len(COLORS)], label=labels[r], drawstyle="steps-post")
+            if key == "gap":
+                _plot_needed_gap(ax, runs[r], COLORS[r % len(COLORS)], labels[r])
         ax.set_title(key + (" (binned mean)" if len(frames[0]) > MAX_POINTS else ""))
         ax.set_ylabel(key)
     _time_axis(axes[-1])
