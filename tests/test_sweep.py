@@ -79,11 +79,14 @@ def test_the_paper001_sweep_fills_table1_s_domains() -> None:
 
 def test_the_paper000_sweep_runs_the_lab_on_both_kernels() -> None:
     sweep = load_sweep(ROOT / "experiments" / "paper000-lab.toml")
-    # 2 kernels x 2 LTE RTTs x 3 Wi-Fi buffers x 6 schedulers, 3 seeds each.
-    assert len(sweep.points) == 72
+    # lab: 2 kernels x 2 LTE RTTs x 3 Wi-Fi buffers x 6 schedulers; table1: 2 x 2 x 3 more
+    # buffers x 2 schedulers; tcp-wifi: TCP at Table 1's 4 buffers. 3 seeds each.
+    assert len(sweep.points) == 72 + 24 + 4
     assert sweep.repetitions == 3
-    stacks = {p.overrides["connection.stack"] for p in sweep.points}
-    assert stacks == {"out-of-tree", "upstream"}
+    stacks = {p.overrides.get("connection.stack") for p in sweep.points}
+    assert stacks == {"out-of-tree", "upstream", None}
+    tcp = [p for p in sweep.points if p.overrides.get("connection.protocol") == "tcp"]
+    assert sorted(p.overrides["path.wifi.queue"] for p in tcp) == ["150KB", "30KB", "60KB", "90KB"]
 
 
 @pytest.mark.parametrize(
