@@ -331,6 +331,31 @@ fn lab_a_30kb_fast_buffer_collapses_the_fast_subflow_only_on_the_out_of_tree_ker
     assert!(c.goodput_mbps >= 0.9 * d.goodput_mbps);
 }
 
+/// Paper Table 1, the single-path reference: plain TCP (CUBIC) over the lab's Wi-Fi path
+/// (30 Mbit/s, 20 ms, 0.01% random loss) behind a 30 KB buffer gets 28.4 Mbit/s, and the
+/// paper observed 0.05% loss at that buffer. Over seeds 1-3 the model's TCP gets 28.4 Mbit/s
+/// with 0.056% loss.
+#[test]
+fn lab_tcp_alone_behind_a_30kb_wifi_buffer_matches_table_1() {
+    let (mut goodput, mut loss) = (0.0, 0.0);
+    for seed in 1..=3 {
+        let mut c = stms_lab(100 * MS, 60 * S);
+        c.protocol = Protocol::Tcp;
+        c.paths.truncate(1);
+        c.paths[0].down.queue = QueueSpec::Bytes(30_000);
+        c.seed = seed;
+        let r = run(c);
+        goodput += r.goodput_mbps / 3.0;
+        loss += r.subflows[0].loss_rate / 3.0;
+    }
+    println!(
+        "TCP alone, 30 KB: {goodput:.2} Mbit/s, loss {:.3}%",
+        100.0 * loss
+    );
+    assert!((goodput / 28.4 - 1.0).abs() <= 0.03, "{goodput}");
+    assert!((0.0003..=0.0008).contains(&loss), "{loss}");
+}
+
 /// Paper (sec. 5.1.1, Fig. 10b): STMS-A keeps the mean out-of-order delay close to zero while
 /// Default's grows with the RTT difference. The claim taken here: with RTT_s = 200 ms and a
 /// 50 ms fast-path buffer, STMS-A's mean OOO delay is at most 25% of Default's.
