@@ -86,13 +86,32 @@ fn plan(down: bool, rate: Rate, delay: Dur, queue: QueueLimit) -> LinkPlan {
     }
 }
 
+/// The timing checks need the emulator's threads to run when due. A virtual machine's CPU
+/// is sometimes taken away for milliseconds (steal time), whatever the threads' priority, so
+/// the burst is tried up to three times: the emulator must meet its timing in one of them,
+/// and every attempt must keep the queue's accounting exact.
 #[test]
 fn udp_burst_through_the_engine_sees_rate_delay_and_queue() {
     if let Some(why) = missing() {
         eprintln!("skipped: the TUN engine test {why}");
         return;
     }
-    let ns = Namespaces::new("a");
+    let mut misses = vec![];
+    for attempt in 0..3 {
+        match udp_burst(&format!("a{attempt}")) {
+            Ok(()) => return,
+            Err(e) => {
+                eprintln!("attempt {attempt}: {e}");
+                misses.push(e);
+            }
+        }
+    }
+    panic!("the emulator missed its timing in every attempt: {misses:?}");
+}
+
+/// One burst; `Err` when the timing (not the accounting) is off.
+fn udp_burst(tag: &str) -> Result<(), String> {
+    let ns = Namespaces::new(tag);
     let (cns, sns) = (&ns.0[0], &ns.0[1]);
     let c = sys::open_tun(cns, "rsc0").unwrap();
     let s = sys::open_tun(sns, "rss0").unwrap();
@@ -158,9 +177,13 @@ fn udp_burst_through_the_engine_sees_rate_delay_and_queue() {
     // The queue holds 150 (the one in service included); the burst outlasts no serialization
     // by much, so 150 or a few more get through and the rest is dropped at the tail.
     let n = arrivals.len() as u64;
-    assert!((150..=155).contains(&n), "{n} delivered");
     assert_eq!(up.delivered, n);
     assert_eq!(up.queue_drops, 200 - n);
+    assert_eq!(up.random_drops, 0);
+    assert_eq!(up.sizes, vec![(1250, n)]);
+    if !(150..=155).contains(&n) {
+        return Err(format!("{n} delivered"));
+    }
     // Datagram k arrives after k + 1 serializations and the propagation delay, plus the time
     // the receiving stack takes to hand it over: on a busy machine the kernel defers that to
     // ksoftirqd now and then, by milliseconds, but not for every datagram. So the smallest
@@ -173,15 +196,19 @@ fn udp_burst_through_the_engine_sees_rate_delay_and_queue() {
             (t as f64 - ideal as f64) / 1e6
         })
         .fold(f64::INFINITY, f64::min);
-    assert!(
-        (0.0..0.6).contains(&excess_ms),
-        "arrivals at least {excess_ms} ms later than rate and delay allow"
-    );
+    if !(0.0..0.6).contains(&excess_ms) {
+        return Err(format!(
+            "arrivals at least {excess_ms} ms later than rate and delay allow"
+        ));
+    }
     // Back-to-back at the link rate.
     let span = (arrivals[arrivals.len() - 1] - arrivals[0]) as f64 / 1e9;
     let measured = (n - 1) as f64 * 1250.0 * 8.0 / span;
-    assert!((measured / 10e6 - 1.0).abs() < 0.01, "{measured} bit/s");
-    assert!(up.lateness.p99_us < 1000.0, "{:?}", up.lateness);
-    assert_eq!(up.random_drops, 0);
-    assert_eq!(up.sizes, vec![(1250, n)]);
+    if (measured / 10e6 - 1.0).abs() >= 0.01 {
+        return Err(format!("{measured} bit/s"));
+    }
+    if up.lateness.p99_us >= 1000.0 {
+        return Err(format!("{:?}", up.lateness));
+    }
+    Ok(())
 }
