@@ -1,4 +1,5 @@
-"""The ``mpsched`` command line: ``run``, ``schedulers``, ``bench``, ``plot`` and ``compare``.
+"""The ``mpsched`` command line: ``run``, ``schedulers``, ``bench``, ``plot``, ``compare``,
+``table`` (and ``sweep``, ``emulate``, ``calibrate`` from their modules).
 
 Bad input is reported as one ``error: ...`` line on stderr with exit code 2; an internal failure
 of the simulator as ``error: internal: ...`` with exit code 1.
@@ -466,6 +467,51 @@ def compare_command(run_dirs: tuple[Path, ...], out: Path, labels: tuple[str, ..
         raise ScenarioError(f"--label: {len(labels)} labels for {len(run_dirs)} runs")
     for path in _plot_errors(lambda: compare_runs(run_dirs, out, labels or None)):
         click.echo(f"wrote {path}")
+
+
+@cli.command("table")
+@click.argument("sweep_dir", metavar="DIR", type=click.Path(path_type=Path))
+@click.option(
+    "--value",
+    default="goodput_mbps",
+    show_default=True,
+    metavar="METRIC",
+    help="A column of DIR/results.parquet, or SUBFLOW:COLUMN of DIR/subflows.parquet "
+    "(e.g. wifi:goodput_mbps).",
+)
+@click.option(
+    "--rows",
+    metavar="KEY,...",
+    help="Factors down the side (default: every factor that varies, but --cols).",
+)
+@click.option(
+    "--cols", default="scheduler", show_default=True, metavar="KEY", help="Factor across."
+)
+@click.option("--group", metavar="NAME", help="Only the runs of this sweep group.")
+@click.option(
+    "--ratio-to",
+    metavar="COLUMN",
+    help="Beside each value, its ratio to this column's (e.g. default).",
+)
+@click.option("--digits", default=1, show_default=True, type=click.IntRange(0, 6))
+@click.option("--csv", "as_csv", is_flag=True, help="CSV instead of a Markdown table.")
+def table_command(
+    sweep_dir: Path,
+    value: str,
+    rows: str | None,
+    cols: str,
+    group: str | None,
+    ratio_to: str | None,
+    digits: int,
+    as_csv: bool,
+) -> None:
+    """Print one metric of the sweep in DIR (`mpsched sweep --out DIR`) as a table: the mean over
+    the repetitions, by factor."""
+    from .table import sweep_table
+
+    row_keys = [r.strip() for r in rows.split(",") if r.strip()] if rows else None
+    table = sweep_table(sweep_dir, value, row_keys, cols, group, ratio_to)
+    click.echo(table.csv(digits) if as_csv else table.markdown(digits))
 
 
 # --- entry point ---

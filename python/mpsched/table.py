@@ -1,0 +1,161 @@
+"""A sweep's results as a table: one metric, rows and columns by sweep factors, the mean over
+the repetitions (``mpsched table DIR``).
+
+The metric is a column of ``DIR/results.parquet`` (``goodput_mbps``, ``ooo_delay_ms.mean``,
+``aggregation_benefit``...) or ``SUBFLOW:COLUMN`` of ``DIR/subflows.parquet`` for the subflow
+of that path name (``wifi:goodput_mbps``, ``lte:held_acks``). Factors are the keys a sweep set
+(``path.lte.rtt``, ``connection.stack``) and the run's own columns (``scheduler``, ``group``,
+``protocol``). Rows and columns keep the order in which the sweep ran them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .errors import ScenarioError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+SET = "set."
+
+
+@dataclass
+class Table:
+    """Cells by (row labels, column label): the mean, and the ratio to ``ratio_to``'s."""
+
+    row_keys: list[str]
+    col_key: str
+    value: str
+    rows: list[tuple[str, ...]]
+    cols: list[str]
+    cells: dict[tuple[tuple[str, ...], str], float]
+    ratio_to: str | None = None
+
+    def cell(self, row: tuple[str, ...], col: str, digits: int) -> str:
+        v = self.cells.get((row, col))
+        if v is None:
+            return ""
+        text = f"{v:.{digits}f}"
+        if self.ratio_to is not None and col != self.ratio_to:
+            base = self.cells.get((row, self.ratio_to))
+            if base:
+                text += f" ({v / base:.2f}x)"
+        return text
+
+    def markdown(self, digits: int = 1) -> str:
+        head = [*self.row_keys, *self.cols]
+        lines = ["| " + " | ".join(head) + " |", "| " + " | ".join("---" for _ in head) + " |"]
+        for row in self.rows:
+            values = [self.cell(row, c, digits) for c in self.cols]
+            lines.append("| " + " | ".join([*row, *values]) + " |")
+        return "\n".join(lines)
+
+    def csv(self, digits: int = 1) -> str:
+        lines = [",".join([*self.row_keys, *self.cols])]
+        for row in self.rows:
+            values = [
+                f"{v:.{digits}f}" if (v := self.cells.get((row, c))) is not None else ""
+                for c in self.cols
+            ]
+            lines.append(",".join([*row, *values]))
+        return "\n".join(lines)
+
+
+def _column(frame: pd.DataFrame, key: str, option: str) -> str:
+    """The column of ``frame`` that factor ``key`` names."""
+    for name in (key, SET + key):
+        if name in frame.columns:
+            return name
+    factors = [c.removeprefix(SET) for c in frame.columns if c.startswith(SET)]
+    known = ", ".join([*factors, "scheduler", "group", "protocol", "congestion"])
+    raise ScenarioError(f"{option}: no factor {key!r} in the results (have: {known})")
+
+
+def _load(sweep_dir: Path, value: str) -> tuple[pd.DataFrame, str]:
+    """The finished runs, with the metric as column ``__value``."""
+    import pandas as pd
+
+    results = sweep_dir / "results.parquet"
+    if not results.is_file():
+        raise ScenarioError(f"{sweep_dir}: no results.parquet (run `mpsched sweep --out DIR`)")
+    frame = pd.read_parquet(results)
+    if "error" in frame.columns:
+        frame = frame[frame["error"].isna()]
+    if ":" in value:
+        name, column = value.split(":", 1)
+        subflows = pd.read_parquet(sweep_dir / "subflows.parquet")
+        if column not in subflows.columns:
+            have = ", ".join(c for c in subflows.columns if c not in ("key", "group", "point"))
+            raise ScenarioError(f"--value: no subflow column {column!r} (have: {have})")
+        rows = subflows[subflows["name"] == name]
+        if rows.empty:
+            names = ", ".join(sorted(subflows["name"].unique()))
+            raise ScenarioError(f"--value: no subflow named {name!r} (have: {names})")
+        frame = frame.merge(rows[["key", column]].rename(columns={column: "__value"}), on="key")
+    else:
+        if value not in frame.columns:
+            numeric = [c for c in frame.columns if frame[c].dtype.kind in "fiu"]
+            raise ScenarioError(f"--value: no column {value!r} (have: {', '.join(numeric)})")
+        frame = frame.assign(__value=frame[value])
+    return frame, value
+
+
+def sweep_table(
+    sweep_dir: str | Path,
+    value: str = "goodput_mbps",
+    rows: list[str] | None = None,
+    cols: str = "scheduler",
+    group: str | None = None,
+    ratio_to: str | None = None,
+) -> Table:
+    """The mean of ``value`` over the repetitions of each point of the sweep in ``sweep_dir``,
+    by ``rows`` (default: every factor the sweep varied, except ``cols``) and ``cols``."""
+    frame, value = _load(Path(sweep_dir), value)
+    if group is not None:
+        groups = list(frame["group"].unique())
+        if group not in groups:
+            raise ScenarioError(f"--group: no group {group!r} (have: {', '.join(groups)})")
+        frame = frame[frame["group"] == group]
+    if frame.empty:
+        raise ScenarioError(f"{sweep_dir}: no finished runs")
+    col = _column(frame, cols, "--cols")
+    if rows is None:
+        # The scheduler factor and the run's scheduler column are one factor.
+        same = {"scheduler", SET + "connection.scheduler"}
+        skip = {col} | (same if col in same else set())
+        row_cols = [
+            c
+            for c in frame.columns
+            if c.startswith(SET) and c not in skip and frame[c].astype(str).nunique() > 1
+        ]
+    else:
+        row_cols = [_column(frame, r, "--rows") for r in rows]
+    labels = frame[[*row_cols, col]].astype(str)
+    frame = frame.assign(**{f"__l{i}": labels[c] for i, c in enumerate([*row_cols, col])})
+    keys = [f"__l{i}" for i in range(len(row_cols) + 1)]
+    means = frame.groupby(keys, sort=False)["__value"].mean()
+    cells: dict[tuple[tuple[str, ...], str], float] = {}
+    table_rows: list[tuple[str, ...]] = []
+    table_cols: list[str] = []
+    for index, mean in means.items():
+        parts = index if isinstance(index, tuple) else (index,)
+        row, column = tuple(str(p) for p in parts[:-1]), str(parts[-1])
+        if row not in table_rows:
+            table_rows.append(row)
+        if column not in table_cols:
+            table_cols.append(column)
+        cells[(row, column)] = float(mean)
+    if ratio_to is not None and ratio_to not in table_cols:
+        raise ScenarioError(f"--ratio-to: no column {ratio_to!r} (have: {', '.join(table_cols)})")
+    return Table(
+        row_keys=[c.removeprefix(SET) for c in row_cols],
+        col_key=col.removeprefix(SET),
+        value=value,
+        rows=table_rows,
+        cols=table_cols,
+        cells=cells,
+        ratio_to=ratio_to,
+    )

@@ -1,0 +1,89 @@
+"""`mpsched table`: a sweep's metric as a table, on hand-made results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from mpsched.errors import ScenarioError
+from mpsched.table import sweep_table
+
+
+def write_sweep(tmp_path: Path) -> Path:
+    """Two LTE RTTs x two schedulers x two repetitions, and one failed run."""
+    rows, subflows = [], []
+    key = 0
+    for rtt in ["100ms", "200ms"]:
+        for sched, base in [("default", 40.0), ("stms-a", 50.0)]:
+            for rep in range(2):
+                goodput = base + (10 if rtt == "200ms" else 0) + 2 * rep
+                rows.append(
+                    {
+                        "group": "lab",
+                        "key": f"k{key}",
+                        "rep": rep,
+                        "set.path.lte.rtt": rtt,
+                        "set.connection.scheduler": sched,
+                        "scheduler": sched,
+                        "goodput_mbps": goodput,
+                        "error": None,
+                    }
+                )
+                subflows.append({"key": f"k{key}", "name": "wifi", "goodput_mbps": goodput / 2})
+                subflows.append({"key": f"k{key}", "name": "lte", "goodput_mbps": goodput / 2})
+                key += 1
+    rows.append(dict(rows[0], key="failed", goodput_mbps=0.0, error="boom"))
+    pd.DataFrame(rows).to_parquet(tmp_path / "results.parquet")
+    pd.DataFrame(subflows).to_parquet(tmp_path / "subflows.parquet")
+    return tmp_path
+
+
+def test_means_over_repetitions_by_the_varying_factor(tmp_path: Path) -> None:
+    table = sweep_table(write_sweep(tmp_path), ratio_to="default")
+    assert table.row_keys == ["path.lte.rtt"]
+    assert table.markdown() == "\n".join(
+        [
+            "| path.lte.rtt | default | stms-a |",
+            "| --- | --- | --- |",
+            "| 100ms | 41.0 | 51.0 (1.24x) |",
+            "| 200ms | 51.0 | 61.0 (1.20x) |",
+        ]
+    )
+
+
+def test_a_subflow_metric_and_csv(tmp_path: Path) -> None:
+    table = sweep_table(write_sweep(tmp_path), value="wifi:goodput_mbps", cols="path.lte.rtt")
+    assert table.row_keys == ["connection.scheduler"]
+    assert table.csv(2).splitlines() == [
+        "connection.scheduler,100ms,200ms",
+        "default,20.50,25.50",
+        "stms-a,25.50,30.50",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"value": "goodput"}, "--value: no column 'goodput'"),
+        ({"value": "wlan:goodput_mbps"}, "--value: no subflow named 'wlan' (have: lte, wifi)"),
+        ({"value": "wifi:cwnd"}, "--value: no subflow column 'cwnd'"),
+        ({"rows": ["path.lte.delay"]}, "--rows: no factor 'path.lte.delay'"),
+        ({"group": "big"}, "--group: no group 'big' (have: lab)"),
+        ({"ratio_to": "minrtt"}, "--ratio-to: no column 'minrtt' (have: default, stms-a)"),
+    ],
+)
+def test_bad_options_name_themselves(tmp_path: Path, kwargs: dict, message: str) -> None:
+    with pytest.raises(ScenarioError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        sweep_table(write_sweep(tmp_path), **kwargs)
+
+
+def test_the_command_prints_the_table_and_fails_cleanly(tmp_path: Path, run_cli) -> None:
+    sweep = write_sweep(tmp_path)
+    outcome = run_cli("table", str(sweep), "--digits", "0")
+    assert outcome.code == 0, outcome
+    assert outcome.out.splitlines()[2] == "| 100ms | 41 | 51 |"
+    missing = run_cli("table", str(tmp_path / "nothing"))
+    assert missing.code == 2
+    assert "no results.parquet" in missing.err
