@@ -63,6 +63,16 @@ def test_a_subflow_metric_and_csv(tmp_path: Path) -> None:
     ]
 
 
+def test_a_statistic_over_the_runs_of_a_cell(tmp_path: Path) -> None:
+    # By group alone, a cell holds both RTTs' runs: default 40, 42, 50, 52.
+    sweep = write_sweep(tmp_path)
+    cell = {
+        stat: sweep_table(sweep, rows=["group"], stat=stat).cells[(("lab",), "default")]
+        for stat in ["mean", "median", "min", "max", "p25", "p100"]
+    }
+    assert cell == {"mean": 46, "median": 46, "min": 40, "max": 52, "p25": 41.5, "p100": 52}
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
@@ -72,6 +82,8 @@ def test_a_subflow_metric_and_csv(tmp_path: Path) -> None:
         ({"rows": ["path.lte.delay"]}, "--rows: no factor 'path.lte.delay'"),
         ({"group": "big"}, "--group: no group 'big' (have: lab)"),
         ({"ratio_to": "minrtt"}, "--ratio-to: no column 'minrtt' (have: default, stms-a)"),
+        ({"stat": "p101"}, "--stat: 'p101' is not mean"),
+        ({"stat": "avg"}, "--stat: 'avg' is not mean"),
     ],
 )
 def test_bad_options_name_themselves(tmp_path: Path, kwargs: dict, message: str) -> None:

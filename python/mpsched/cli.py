@@ -493,6 +493,13 @@ def compare_command(run_dirs: tuple[Path, ...], out: Path, labels: tuple[str, ..
     metavar="COLUMN",
     help="Beside each value, its ratio to this column's (e.g. default).",
 )
+@click.option(
+    "--stat",
+    default="mean",
+    show_default=True,
+    metavar="STAT",
+    help="Over the runs of a cell: mean, median, min, max or pN (a percentile, e.g. p25).",
+)
 @click.option("--digits", default=1, show_default=True, type=click.IntRange(0, 6))
 @click.option("--csv", "as_csv", is_flag=True, help="CSV instead of a Markdown table.")
 def table_command(
@@ -502,15 +509,16 @@ def table_command(
     cols: str,
     group: str | None,
     ratio_to: str | None,
+    stat: str,
     digits: int,
     as_csv: bool,
 ) -> None:
-    """Print one metric of the sweep in DIR (`mpsched sweep --out DIR`) as a table: the mean over
-    the repetitions, by factor."""
+    """Print one metric of the sweep in DIR (`mpsched sweep --out DIR`) as a table: its mean (or
+    --stat) over the runs of each cell, by factor."""
     from .table import sweep_table
 
     row_keys = [r.strip() for r in rows.split(",") if r.strip()] if rows else None
-    table = sweep_table(sweep_dir, value, row_keys, cols, group, ratio_to)
+    table = sweep_table(sweep_dir, value, row_keys, cols, group, ratio_to, stat)
     click.echo(table.csv(digits) if as_csv else table.markdown(digits))
 
 

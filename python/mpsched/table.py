@@ -1,5 +1,5 @@
-"""A sweep's results as a table: one metric, rows and columns by sweep factors, the mean over
-the repetitions (``mpsched table DIR``).
+"""A sweep's results as a table: one metric, rows and columns by sweep factors, the mean (or
+another statistic) over the runs of each cell (``mpsched table DIR``).
 
 The metric is a column of ``DIR/results.parquet`` (``goodput_mbps``, ``ooo_delay_ms.mean``,
 ``aggregation_benefit``...) or ``SUBFLOW:COLUMN`` of ``DIR/subflows.parquet`` for the subflow
@@ -103,6 +103,21 @@ def _load(sweep_dir: Path, value: str) -> tuple[pd.DataFrame, str]:
     return frame, value
 
 
+def _statistic(stat: str):
+    """``mean``, ``median``, ``min``, ``max`` or ``pN`` (the N-th percentile) of a Series."""
+    named = {"mean": "mean", "median": "median", "min": "min", "max": "max"}
+    if stat in named:
+        return named[stat]
+    if stat.startswith("p"):
+        try:
+            q = float(stat[1:])
+        except ValueError:
+            q = -1.0
+        if 0.0 <= q <= 100.0:
+            return lambda x: x.quantile(q / 100.0)
+    raise ScenarioError(f"--stat: {stat!r} is not mean, median, min, max or pN (0 <= N <= 100)")
+
+
 def sweep_table(
     sweep_dir: str | Path,
     value: str = "goodput_mbps",
@@ -110,9 +125,14 @@ def sweep_table(
     cols: str = "scheduler",
     group: str | None = None,
     ratio_to: str | None = None,
+    stat: str = "mean",
 ) -> Table:
-    """The mean of ``value`` over the repetitions of each point of the sweep in ``sweep_dir``,
-    by ``rows`` (default: every factor the sweep varied, except ``cols``) and ``cols``."""
+    """``stat`` (default the mean) of ``value`` over the runs of each cell of the sweep in
+    ``sweep_dir``, by ``rows`` (default: every factor the sweep varied, except ``cols``) and
+    ``cols``. With the default rows a cell holds one point's repetitions; with fewer rows it
+    holds every point that shares them (``--rows group --stat p25``: a quartile over a
+    design's settings)."""
+    aggregate = _statistic(stat)
     frame, value = _load(Path(sweep_dir), value)
     if group is not None:
         groups = list(frame["group"].unique())
@@ -136,7 +156,7 @@ def sweep_table(
     labels = frame[[*row_cols, col]].astype(str)
     frame = frame.assign(**{f"__l{i}": labels[c] for i, c in enumerate([*row_cols, col])})
     keys = [f"__l{i}" for i in range(len(row_cols) + 1)]
-    means = frame.groupby(keys, sort=False)["__value"].mean()
+    means = frame.groupby(keys, sort=False)["__value"].agg(aggregate)
     cells: dict[tuple[tuple[str, ...], str], float] = {}
     table_rows: list[tuple[str, ...]] = []
     table_cols: list[str] = []
