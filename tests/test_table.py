@@ -82,6 +82,7 @@ def test_a_statistic_over_the_runs_of_a_cell(tmp_path: Path) -> None:
         ({"rows": ["path.lte.delay"]}, "--rows: no factor 'path.lte.delay'"),
         ({"group": "big"}, "--group: no group 'big' (have: lab)"),
         ({"ratio_to": "minrtt"}, "--ratio-to: no column 'minrtt' (have: default, stms-a)"),
+        ({"value": "scheduler"}, "--value: no column 'scheduler'"),
         ({"stat": "p101"}, "--stat: 'p101' is not mean"),
         ({"stat": "avg"}, "--stat: 'avg' is not mean"),
     ],

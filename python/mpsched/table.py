@@ -10,6 +10,7 @@ of that path name (``wifi:goodput_mbps``, ``lte:held_acks``). Factors are the ke
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -86,8 +87,10 @@ def _load(sweep_dir: Path, value: str) -> tuple[pd.DataFrame, str]:
         frame = frame[frame["error"].isna()]
     if ":" in value:
         name, column = value.split(":", 1)
+        if not (sweep_dir / "subflows.parquet").is_file():
+            raise ScenarioError(f"--value: {sweep_dir} has no subflows.parquet")
         subflows = pd.read_parquet(sweep_dir / "subflows.parquet")
-        if column not in subflows.columns:
+        if column not in subflows.columns or subflows[column].dtype.kind not in "fiub":
             have = ", ".join(c for c in subflows.columns if c not in ("key", "group", "point"))
             raise ScenarioError(f"--value: no subflow column {column!r} (have: {have})")
         rows = subflows[subflows["name"] == name]
@@ -96,14 +99,14 @@ def _load(sweep_dir: Path, value: str) -> tuple[pd.DataFrame, str]:
             raise ScenarioError(f"--value: no subflow named {name!r} (have: {names})")
         frame = frame.merge(rows[["key", column]].rename(columns={column: "__value"}), on="key")
     else:
-        if value not in frame.columns:
+        if value not in frame.columns or frame[value].dtype.kind not in "fiub":
             numeric = [c for c in frame.columns if frame[c].dtype.kind in "fiu"]
             raise ScenarioError(f"--value: no column {value!r} (have: {', '.join(numeric)})")
         frame = frame.assign(__value=frame[value])
     return frame, value
 
 
-def _statistic(stat: str):
+def _statistic(stat: str) -> str | Callable[[pd.Series], float]:
     """``mean``, ``median``, ``min``, ``max`` or ``pN`` (the N-th percentile) of a Series."""
     named = {"mean": "mean", "median": "median", "min": "min", "max": "max"}
     if stat in named:
