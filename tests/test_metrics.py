@@ -331,6 +331,10 @@ def test_connection_buffers(lossy: mpsched.Result, one_path: mpsched.Result) -> 
     assert (np.diff(ints(conn, "sndbuf_bytes")) >= 0).all()  # autotuning only grows it
     assert conn["reorder_bytes"].max() > 0
     assert conn["rcvbuf_used_bytes"].max() <= lossy.summary["peak_reorder_bytes"]
+    # The summary's time-weighted mean of the reorder queue against its 10 ms samples.
+    sampled = conn["reorder_bytes"].mean()
+    assert lossy.summary["mean_reorder_bytes"] == pytest.approx(sampled, rel=0.05)
+    assert one_path.summary["mean_reorder_bytes"] == 0.0
     # A bulk sender refills its buffer whenever a third of it is free.
     used, size = ints(conn, "sndbuf_used_bytes"), ints(conn, "sndbuf_bytes")
     assert (3 * used[100:] >= 2 * size[100:] - 3 * 1424).all()

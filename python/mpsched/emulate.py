@@ -710,6 +710,7 @@ def summarize(
         "penalizations": None,
         "window_probes": srv.get("TcpExtTCPWinProbe"),
         "peak_reorder_bytes": None,
+        "mean_reorder_bytes": None,
         "data_packets": data_packets,
         "acks_sent": None if segs_out is None else segs_out - data_out,
         "events": None,

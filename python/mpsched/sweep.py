@@ -289,6 +289,7 @@ _SCALARS = (
     "penalizations",
     "window_probes",
     "peak_reorder_bytes",
+    "mean_reorder_bytes",
     "aggregation_benefit",
 )
 _NESTED = ("ooo_delay_ms", "data_ack_step_segments")

@@ -72,6 +72,8 @@ pub struct Summary {
     pub penalizations: u64,
     pub window_probes: u64,
     pub peak_reorder_bytes: u64,
+    /// Time-weighted mean of the connection-level reorder queue (OTIAS Fig. 5).
+    pub mean_reorder_bytes: f64,
     pub data_packets: u64,
     pub acks_sent: u64,
     pub events: u64,
@@ -176,6 +178,7 @@ pub fn build(
         penalizations: subflows.iter().map(|s| s.penalizations).sum(),
         window_probes: server.stats.window_probes,
         peak_reorder_bytes: client.stats.peak_held_bytes,
+        mean_reorder_bytes: client.stats.mean_reorder_bytes(end),
         data_packets: subflows.iter().map(|s| s.packets_sent).sum(),
         acks_sent: client.stats.acks_sent,
         events,

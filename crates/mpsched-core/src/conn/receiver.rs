@@ -67,6 +67,32 @@ pub struct ReceiverStats {
     pub held_acks: Vec<u64>,
     /// Peak bytes held out of order.
     pub peak_held_bytes: u64,
+    /// The connection-level reorder queue integrated over time (byte x ns), up to
+    /// `reorder_since`, and its size since then.
+    pub reorder_area: u128,
+    pub reorder_since: Time,
+    pub reorder_now: u64,
+}
+
+impl ReceiverStats {
+    /// Time-weighted mean size of the connection-level reorder queue over [0, end].
+    pub fn mean_reorder_bytes(&self, end: Time) -> f64 {
+        if end == Time::ZERO {
+            return 0.0;
+        }
+        let tail =
+            self.reorder_now as u128 * end.saturating_since(self.reorder_since).as_nanos() as u128;
+        (self.reorder_area + tail) as f64 / end.as_nanos() as f64
+    }
+
+    fn note_reorder(&mut self, now: Time, bytes: u64) {
+        if bytes != self.reorder_now {
+            let span = now.saturating_since(self.reorder_since).as_nanos() as u128;
+            self.reorder_area += self.reorder_now as u128 * span;
+            self.reorder_since = now;
+            self.reorder_now = bytes;
+        }
+    }
 }
 
 pub struct Receiver {
@@ -219,6 +245,7 @@ impl Receiver {
         }
         let held = self.held_bytes();
         self.stats.peak_held_bytes = self.stats.peak_held_bytes.max(held);
+        self.stats.note_reorder(now, self.ooo_bytes);
         let ack = match need {
             AckNeed::Now => true,
             AckNeed::Delayed => grew && self.out_of_tree(),
@@ -423,6 +450,19 @@ mod tests {
             r.handle_data(ms(d), &data(0, d - 1, d));
         }
         acks(r, 0)
+    }
+
+    #[test]
+    fn the_mean_reorder_queue_is_weighted_by_time() {
+        let mut st = super::ReceiverStats::default();
+        let s = |x: u64| Time(x * 1_000_000_000);
+        st.note_reorder(s(1), 100);
+        st.note_reorder(s(2), 100); // no change
+        st.note_reorder(s(3), 0);
+        st.note_reorder(s(5), 40);
+        // 100 bytes for 2 s, then 0 for 2 s, then 40 bytes for the last 1 s of 6.
+        assert_eq!(st.mean_reorder_bytes(s(6)), 240.0 / 6.0);
+        assert_eq!(st.mean_reorder_bytes(Time::ZERO), 0.0);
     }
 
     #[test]
