@@ -89,6 +89,19 @@ def test_the_paper000_sweep_runs_the_lab_on_both_kernels() -> None:
     assert sorted(p.overrides["path.wifi.queue"] for p in tcp) == ["150KB", "30KB", "60KB", "90KB"]
 
 
+def test_the_paper000_varying_sweep_changes_both_rates_every_10_s() -> None:
+    sweep = load_sweep(ROOT / "experiments" / "paper000-varying.toml")
+    # 5 configurations x 2 kernels x 4 schedulers, 5 runs each.
+    assert len(sweep.points) == 40
+    assert sweep.repetitions == 5
+    rates = {"5Mbps", "10Mbps", "20Mbps", "30Mbps"}
+    for p in sweep.points:
+        for path in ("wifi", "lte"):
+            changes = p.overrides[f"path.{path}.schedule"]
+            assert [c["at"] for c in changes] == [f"{10 * i}s" for i in range(1, 9)]
+            assert {c["rate"] for c in changes} | {p.overrides[f"path.{path}.rate"]} <= rates
+
+
 @pytest.mark.parametrize(
     ("group", "message"),
     [

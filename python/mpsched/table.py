@@ -152,7 +152,9 @@ def sweep_table(
         row_cols = [
             c
             for c in frame.columns
-            if c.startswith(SET) and c not in skip and frame[c].astype(str).nunique() > 1
+            if (c.startswith(SET) or c == "group")
+            and c not in skip
+            and frame[c].astype(str).nunique() > 1
         ]
     else:
         row_cols = [_column(frame, r, "--rows") for r in rows]
