@@ -1328,27 +1328,29 @@ mod tests {
         assert_eq!(sf.tlp_at(), Some(ms(400)));
     }
 
-    #[test]
-    fn a_probe_that_only_duplicated_changes_nothing_one_that_repaired_reduces_the_window() {
-        // The probe's segment arrives twice: the receiver's duplicate ACK ends the episode.
+    /// Four segments out, the first `cum` ACKed at 100 ms, then the tail probe at 302 ms
+    /// (the last segment again). Returns the window before the probe too.
+    fn probed_after(cum: u64) -> (SubflowTx, Reno, u32) {
         let (mut sf, mut cc) = sent(4);
         sf.cwnd_validate(true);
-        sf.on_ack(ms(100), &ack(2, &[]), &mut cc, &[]);
+        sf.on_ack(ms(100), &ack(cum, &[]), &mut cc, &[]);
         let cwnd = sf.cwnd();
         assert!(sf.tlp_due(sf.tlp_at().unwrap()));
         sf.tlp_retransmit_tail(ms(302), &mut cc);
+        (sf, cc, cwnd)
+    }
+
+    #[test]
+    fn a_probe_that_only_duplicated_changes_nothing_one_that_repaired_reduces_the_window() {
+        // The probe's segment arrives twice: the receiver's duplicate ACK ends the episode.
+        let (mut sf, mut cc, cwnd) = probed_after(2);
         sf.on_ack(ms(310), &ack(4, &[]), &mut cc, &[]); // the originals' ACK
         sf.on_ack(ms(402), &ack(4, &[]), &mut cc, &[]); // the probe's: a duplicate
         assert_eq!(sf.stats.tlp_recoveries, 0);
         assert!(sf.cwnd() >= cwnd);
         // Here the last segment was lost and the probe repaired it: the next ACK that moves
         // past the probe's episode reduces the window (Reno: to half).
-        let (mut sf, mut cc) = sent(4);
-        sf.cwnd_validate(true);
-        sf.on_ack(ms(100), &ack(3, &[]), &mut cc, &[]);
-        let cwnd = sf.cwnd();
-        assert!(sf.tlp_due(sf.tlp_at().unwrap()));
-        sf.tlp_retransmit_tail(ms(302), &mut cc);
+        let (mut sf, mut cc, cwnd) = probed_after(3);
         sf.on_ack(ms(402), &ack(4, &[]), &mut cc, &[]);
         sf.transmit_new(ms(402), 4, 1448, &mut cc);
         sf.on_ack(ms(502), &ack(5, &[]), &mut cc, &[]);
@@ -1362,12 +1364,7 @@ mod tests {
         // window rule): the probe is a duplicate there, and the ACK it triggers, cumulative
         // up to 4, carries a D-SACK. Without it, that ACK would read as a repaired loss.
         for (dsack, recoveries) in [(true, 0), (false, 1)] {
-            let (mut sf, mut cc) = sent(4);
-            sf.cwnd_validate(true);
-            sf.on_ack(ms(100), &ack(2, &[]), &mut cc, &[]);
-            let cwnd = sf.cwnd();
-            assert!(sf.tlp_due(sf.tlp_at().unwrap()));
-            sf.tlp_retransmit_tail(ms(302), &mut cc);
+            let (mut sf, mut cc, cwnd) = probed_after(2);
             let mut a = ack(4, &[]);
             a.dsack = dsack;
             sf.on_ack(ms(402), &a, &mut cc, &[]);
