@@ -80,13 +80,28 @@ def test_the_paper001_sweep_fills_table1_s_domains() -> None:
 def test_the_paper000_sweep_runs_the_lab_on_both_kernels() -> None:
     sweep = load_sweep(ROOT / "experiments" / "paper000-lab.toml")
     # lab: 2 kernels x 2 LTE RTTs x 3 Wi-Fi buffers x 6 schedulers; table1: 2 x 2 x 3 more
-    # buffers x 2 schedulers; tcp-wifi: TCP at Table 1's 4 buffers. 3 seeds each.
+    # buffers x 2 schedulers; tcp-wifi: TCP at Table 1's 4 buffers. Five runs each, as the
+    # paper's.
     assert len(sweep.points) == 72 + 24 + 4
-    assert sweep.repetitions == 3
+    assert sweep.repetitions == 5
     stacks = {p.overrides.get("connection.stack") for p in sweep.points}
     assert stacks == {"out-of-tree", "upstream", None}
     tcp = [p for p in sweep.points if p.overrides.get("connection.protocol") == "tcp"]
     assert sorted(p.overrides["path.wifi.queue"] for p in tcp) == ["150KB", "30KB", "60KB", "90KB"]
+
+
+def test_the_paper000_interval_sweep_varies_only_stms_a_s_parameters() -> None:
+    sweep = load_sweep(ROOT / "experiments" / "paper000-interval.toml")
+    # adjust-interval: 2 kernels x 2 recovery_jumps x 8 intervals; reference: 2 x 3 schedulers.
+    assert len(sweep.points) == 32 + 6
+    tuned = [p for p in sweep.points if p.group == "adjust-interval"]
+    assert {p.overrides["connection.scheduler"] for p in tuned} == {"stms-a"}
+    intervals = {p.overrides["connection.scheduler_params.adjust_interval"] for p in tuned}
+    assert len(intervals) == 8
+    # Every point is the paper's Fig. 10 setting, and every interval is a valid parameter.
+    assert sweep.overrides == {"path.lte.rtt": "200ms", "path.wifi.queue": "50ms"}
+    for p in tuned:
+        mpsched.load(None, {**sweep.overrides, **p.overrides})
 
 
 def test_the_paper000_varying_sweep_changes_both_rates_every_10_s() -> None:

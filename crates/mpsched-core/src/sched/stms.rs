@@ -62,11 +62,11 @@
 //! parameter `recovery_jumps = "skip"` (not in the paper; default `"count"`, the paper) ignores
 //! Data ACKs that arrive while any subflow is in fast recovery or after a timeout.
 //!
-//! Nor can Algorithm 2 tell a gap error while the subflows interleave segment by segment (two
-//! paths of equal rate: the slow one takes every other segment past the gap). In-order
-//! arrivals then move the Data ACK by 4 per fast-subflow ACK (its 2 segments and the slow
-//! ones between them), above the threshold of 2, with the left edge on either subflow by
-//! turns; the deltas cancel whatever the error (docs/experiments/paper000.md).
+//! While the subflows interleave segment by segment (two paths of equal rate: the slow one
+//! takes every other segment past the gap) a Data ACK moves by ~4 (a fast-subflow ACK's 2
+//! segments and the slow ones between them) whatever the gap's error: the sign of delta
+//! tells which way the gap is wrong, its size does not tell how far. The gap then moves
+//! ~4 segments per adjust_interval however large the error (docs/experiments/paper000.md).
 //!
 //! Fallback (sec. 3.2, eq. 4): the slow subflow is used only if the host buffer (the smaller of
 //! the send buffer and the largest receive window seen) holds
