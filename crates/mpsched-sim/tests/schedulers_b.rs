@@ -360,9 +360,9 @@ fn lab_tcp_alone_behind_a_30kb_wifi_buffer_matches_table_1() {
 /// Default's grows with the RTT difference. The claim taken here: with RTT_s = 200 ms and a
 /// 50 ms fast-path buffer, STMS-A's mean OOO delay is at most 25% of Default's.
 ///
-/// Not reproduced on the mean: STMS-A's is 50% of Default's here (65% on the out-of-tree
-/// kernel; over seeds 1-5 84% upstream and 98% out-of-tree, docs/experiments/paper000.md).
-/// Where the rest comes from, measured on the segment traces:
+/// Not reproduced on the mean: STMS-A's is 39% of Default's here (over seeds 1-5, 48%
+/// upstream and 61% out-of-tree, docs/experiments/paper000.md). Where the rest comes from,
+/// measured on the segment traces:
 /// - The slow path's queue is not constant: CUBIC lets it grow from ~20 to ~200 ms for
 ///   seconds between random losses, and the true gap grows with it (160 to 640 segments).
 ///   STMS-C's eq. 2 takes OWD = srtt / 2 and so sees half of that growth; charging the queue
@@ -371,12 +371,13 @@ fn lab_tcp_alone_behind_a_30kb_wifi_buffer_matches_table_1() {
 /// - Algorithm 2 sees the sign of a gap error but not its size while the two subflows
 ///   interleave segment by segment: in-order delivery then advances the Data ACK by ~4 per
 ///   fast-path ACK (its 2 segments and the 2 slow-path ones between them) whatever the
-///   error, so the gap moves ~4 segments per adjust_interval (20-35 a second) while the need
-///   moves by up to ~100 a second. At a tenth of the paper's interval, with recovery jumps
-///   skipped, STMS-A reaches 30-33% (`mpsched sweep paper000-interval`).
+///   error, so the gap moves at most ~4 segments per adjust_interval (20-35 a second) while
+///   the need moves by up to ~100 a second. STMS-A tracks a steady need within a few
+///   segments and lags each jump of it by seconds; at a tenth of the paper's interval, with
+///   recovery jumps skipped, it reaches 30-33% (`mpsched sweep paper000-interval`).
 /// - Random losses: a lost segment stalls the stream for a round trip of its subflow, and
-///   Algorithm 2 reads the Data ACK jump that ends the stall as a gap error; ignoring those
-///   (`recovery_jumps = "skip"`) brings STMS-A to 46-49%.
+///   Algorithm 2 reads the Data ACK jump that ends the stall as a gap error
+///   (`recovery_jumps = "skip"` ignores those).
 ///
 /// What holds: the median segment waits for nothing with STMS where it waits ~50 ms with
 /// Default, and every mean is well below Default's.
@@ -395,6 +396,10 @@ fn lab_stms_delivers_in_order_where_default_waits_for_the_slow_path() {
             d.ooo_delay_ms.p50
         );
         assert!(r.ooo_delay_ms.mean <= 0.75 * d.ooo_delay_ms.mean);
+        if s == "stms-a" {
+            // 50% while Algorithm 2's average forgot a jump within 8 Data ACKs.
+            assert!(r.ooo_delay_ms.mean <= 0.45 * d.ooo_delay_ms.mean);
+        }
         assert!(d.ooo_delay_ms.p50 >= 20.0);
         assert!(r.ooo_delay_ms.p50 <= 0.05 * d.ooo_delay_ms.p50);
     }

@@ -44,29 +44,37 @@
 //!     if acked > 2:
 //!         delta <- +acked if the old left edge went out on the slow subflow (it arrived late:
 //!                  widen the gap), -acked if on the fast one (the slow one is early)
-//!     ewma <- ewma + (delta - ewma) / 8
+//!     ewma <- ewma + (delta - ewma) / n      n = the Data ACKs of the last adjust_interval
 //!     once per adjust_interval: gap <- max(0, gap + ewma)
 //! ```
 //!
 //! `adjust_interval` defaults to (srtt_s + srtt_f) / 2, the paper's setting (sec. 5). The
-//! paper leaves the EWMA's gain open; 1/8 is TCP's srtt gain. A Data ACK of at most 2 segments
-//! is in-order progress (RFC 1122's ACK every other segment) and counts as delta = 0, so the
-//! average measures how much of the recent progress came in jumps, and which way. The gap
-//! starts at 0: STMS-A relies on the feedback, not on path estimates (sec. 3.1).
+//! paper averages delta "over adjust_interval" and leaves the EWMA's gain open; a gain of
+//! 1 / n gives the average a memory of one interval, however many Data ACKs it brings (8, TCP's
+//! srtt gain, before the first interval ends). A gain fixed per Data ACK would not: at 1/8 the
+//! average forgets a jump within ~8 Data ACKs (a few ms at 50 Mbit/s), so what the gap takes
+//! once per interval is whatever happened in its last few milliseconds. When the jumps are
+//! sparse (a gap too large by ~500 segments brought one Data ACK in ten a jump of ~-20) that
+//! sample is nearly always 0, and the gap came down by ~1 segment a second instead of ~18.
+//! A Data ACK of at most 2 segments is in-order progress (RFC 1122's ACK every other segment)
+//! and counts as delta = 0, so the average measures how much of the recent progress came in
+//! jumps, and which way. The gap starts at 0: STMS-A relies on the feedback, not on path
+//! estimates (sec. 3.1).
 //!
 //! Algorithm 2 reads every jump as a gap error, including the jump that ends a subflow's loss
 //! recovery: a segment lost on the slow subflow stalls the stream for about RTT_s and its
 //! retransmission then releases hundreds of segments at once, with the left edge on the slow
 //! subflow. Such jumps push the gap up far more than the fast subflow's (shorter) recoveries
-//! pull it down, and under CUBIC's periodic losses the gap settles above the true one. The
-//! parameter `recovery_jumps = "skip"` (not in the paper; default `"count"`, the paper) ignores
-//! Data ACKs that arrive while any subflow is in fast recovery or after a timeout.
+//! pull it down. The parameter `recovery_jumps = "skip"` (not in the paper; default `"count"`,
+//! the paper) ignores Data ACKs that arrive while any subflow is in fast recovery or after a
+//! timeout.
 //!
 //! While the subflows interleave segment by segment (two paths of equal rate: the slow one
 //! takes every other segment past the gap) a Data ACK moves by ~4 (a fast-subflow ACK's 2
 //! segments and the slow ones between them) whatever the gap's error: the sign of delta
-//! tells which way the gap is wrong, its size does not tell how far. The gap then moves
-//! ~4 segments per adjust_interval however large the error (docs/experiments/paper000.md).
+//! tells which way the gap is wrong, its size does not tell how far. The average delta, and
+//! so the gap's step per adjust_interval, is then at most ~4 however large the error
+//! (docs/experiments/paper000.md).
 //!
 //! Fallback (sec. 3.2, eq. 4): the slow subflow is used only if the host buffer (the smaller of
 //! the send buffer and the largest receive window seen) holds
@@ -176,6 +184,9 @@ struct PerSubflow {
     /// STMS-A: smoothed delta.
     ewma: f64,
     next_adjust: Option<Time>,
+    /// STMS-A: Data ACKs in the last complete adjust_interval, and so far in this one.
+    acks_per_interval: u64,
+    acks: u64,
     /// Delivery-rate samples (bits per second) of the last 10 round trips.
     bw: MaxFilter,
     last_sample: u64,
@@ -365,13 +376,22 @@ impl Scheduler for Stms {
                     delta = acked as f64;
                 }
             }
-            s.ewma += (delta - s.ewma) / 8.0;
             let every = interval.unwrap_or((s.srtt + fast_srtt) / 2);
+            // "EWMA of delta_gap over adjust_interval": the average remembers as many Data
+            // ACKs as the last interval brought (TCP's 8 before the first interval ends).
+            let memory = match s.acks_per_interval {
+                0 => 8,
+                n => n,
+            };
+            s.ewma += (delta - s.ewma) / memory as f64;
+            s.acks += 1;
             match s.next_adjust {
                 None => s.next_adjust = Some(now + every),
                 Some(t) if now >= t => {
                     s.gap = (s.gap + s.ewma).max(0.0);
                     s.next_adjust = Some(now + every);
+                    s.acks_per_interval = s.acks;
+                    s.acks = 0;
                 }
                 Some(_) => {}
             }
@@ -528,6 +548,30 @@ mod tests {
         }
         assert!(st.sf[1].ewma < -50.0);
         assert_eq!(st.sf[1].gap, 0.0);
+    }
+
+    /// The gap after ten 100 ms intervals of in-order Data ACKs (one per ms) with one jump of
+    /// 40 segments (left edge on the slow subflow) at `jump_ms`.
+    fn gap_after_one_jump(jump_ms: u64) -> f64 {
+        let (fast, slow) = (SubflowSet::one(0), SubflowSet::one(1));
+        let mut st = adjusting(Some(Dur::from_millis(100)));
+        for t in 0..=1000 {
+            match t == jump_ms {
+                true => st.on_data_ack(ms(t), 40, slow),
+                false => st.on_data_ack(ms(t), 2, fast),
+            }
+        }
+        st.sf[1].gap
+    }
+
+    #[test]
+    fn the_average_remembers_a_whole_interval_of_data_acks() {
+        // The interval ends at 200 ms. A jump 95 ms before it counts, decayed by
+        // (1 - 1/100)^95 ~ 1/e, instead of (7/8)^95 ~ 3e-6 with a gain of 1/8 per Data ACK.
+        let early = gap_after_one_jump(105);
+        let late = gap_after_one_jump(195);
+        assert!(late > 0.5 && late < 40.0, "{late}");
+        assert!(early > late / 3.0, "early {early}, late {late}");
     }
 
     #[test]
