@@ -104,6 +104,20 @@ def test_the_paper000_interval_sweep_varies_only_stms_a_s_parameters() -> None:
         mpsched.load(None, {**sweep.overrides, **p.overrides})
 
 
+def test_the_paper000_host_buffer_sweep_sets_both_buffers_to_each_size() -> None:
+    sweep = load_sweep(ROOT / "experiments" / "paper000-host-buffer.toml")
+    # 9 sizes x (2 kernels x 2 LTE RTTs x 4 schedulers, and 2 kernels of TCP alone).
+    assert len(sweep.points) == 9 * 16 + 9 * 2
+    sizes = set()
+    for p in sweep.points:
+        assert p.overrides["connection.sndbuf"] == p.overrides["connection.rcvbuf"]
+        sizes.add(p.overrides["connection.sndbuf"])
+        mpsched.load(None, {**sweep.overrides, **p.overrides})
+    assert len(sizes) == 9 and "6MiB" in sizes
+    tcp = [p for p in sweep.points if p.group == "tcp-wifi"]
+    assert {p.overrides["connection.protocol"] for p in tcp} == {"tcp"}
+
+
 def test_the_paper000_varying_sweep_changes_both_rates_every_10_s() -> None:
     sweep = load_sweep(ROOT / "experiments" / "paper000-varying.toml")
     # 5 configurations x 2 kernels x 4 schedulers, 5 runs each.
@@ -117,6 +131,22 @@ def test_the_paper000_varying_sweep_changes_both_rates_every_10_s() -> None:
             assert {c["rate"] for c in changes} | {p.overrides[f"path.{path}.rate"]} <= rates
 
 
+def test_a_zip_moves_its_keys_together_and_crosses_the_grid(tmp_path: Path) -> None:
+    base = ROOT / "scenarios" / "stms-lab.toml"
+    path = tmp_path / "zip.toml"
+    path.write_text(
+        f'[sweep]\nscenario = "{base}"\n[[sweep.group]]\n'
+        'zip = { "connection.sndbuf" = ["256KiB", "1MiB"],'
+        ' "connection.rcvbuf" = ["256KiB", "1MiB"] }\n'
+        'grid = { "connection.scheduler" = ["minrtt", "stms-c"] }\n'
+    )
+    points = load_sweep(path).points
+    pairs = {(p.overrides["connection.sndbuf"], p.overrides["connection.rcvbuf"]) for p in points}
+    assert pairs == {("256KiB", "256KiB"), ("1MiB", "1MiB")}
+    assert len(points) == 4
+    assert {p.overrides["connection.scheduler"] for p in points} == {"minrtt", "stms-c"}
+
+
 @pytest.mark.parametrize(
     ("group", "message"),
     [
@@ -126,7 +156,10 @@ def test_the_paper000_varying_sweep_changes_both_rates_every_10_s() -> None:
         ('design = "lhs"\npoints = 0\nfactors = { "duration" = ["1s", "2s"] }', "points"),
         ('design = "lhs"\npoints = 3\nfactors = { "duration" = ["1s"] }', "[low, high]"),
         ('factors = { "duration" = ["1s", "2s"] }', "needs design"),
-        ('name = "x"', "needs a grid, a design, or both"),
+        ('name = "x"', "needs a grid, a zip, a design, or several"),
+        ('zip = { "duration" = ["1s", "2s"], "seed" = [1] }', "zip.seed: 1 values where duration"),
+        ('zip = { "duration" = [] }', "zip.duration: a non-empty list"),
+        ("zip = []", "zip: a table"),
         ('grid = { "path.lte.rtt" = [] }', "non-empty"),
         ('grid = { "path.lte.rtt" = ["-5ms"] }', "path[1].rtt"),
         ('grid = { "x" = [1] }\nbogus = 1', "bogus: unknown key"),

@@ -24,8 +24,14 @@ A sweep file is a TOML document with a ``[sweep]`` table::
     name = "lab"
     set = {}
 
-A group may have ``grid`` (values to combine), ``design`` + ``factors`` (ranges to fill), or
-both (every design point with every grid combination), and ``set`` (fixed overrides). A
+    [[sweep.group]]                             # keys that move together
+    name = "host buffer"
+    zip = { "connection.sndbuf" = ["256KiB", "1MiB"], "connection.rcvbuf" = ["256KiB", "1MiB"] }
+    grid = { "connection.scheduler" = ["minrtt", "default"] }   # crossed with the zip
+
+A group may have ``grid`` (values to combine), ``zip`` (lists of one length, the i-th values
+taken together), ``design`` + ``factors`` (ranges to fill), or several of them (every
+combination of their settings), and ``set`` (fixed overrides). A
 factor's range is two quantities with the same unit, or two numbers; ``log = [KEY, ...]``
 samples those factors uniformly in log space instead. Every point is validated before
 anything runs.
@@ -218,7 +224,8 @@ def _design_points(where: str, group: Mapping[str, Any]) -> list[dict[str, Any]]
 def _group_points(where: str, group: object, default_name: str, base: Mapping[str, Any]):
     if not isinstance(group, dict):
         raise ScenarioError(f"{where}: must be a table")
-    unknown = set(group) - {"name", "grid", "set", "design", "points", "seed", "factors", "log"}
+    known = {"name", "grid", "zip", "set", "design", "points", "seed", "factors", "log"}
+    unknown = set(group) - known
     if unknown:
         raise ScenarioError(f"{where}.{sorted(unknown)[0]}: unknown key")
     name = str(group.get("name") or default_name)
@@ -229,16 +236,36 @@ def _group_points(where: str, group: object, default_name: str, base: Mapping[st
     if not isinstance(fixed, dict):
         raise ScenarioError(f"{where}.set: a table of overrides")
     designs = _design_points(where, group)
-    if not grid and designs == [{}]:
-        raise ScenarioError(f"{where}: needs a grid, a design, or both")
+    zipped = _zip_rows(where, group.get("zip"))
+    if not grid and designs == [{}] and zipped == [{}]:
+        raise ScenarioError(f"{where}: needs a grid, a zip, a design, or several")
     keys = list(grid)
     out = []
     for chosen_design in designs:
-        for values in itertools.product(*(grid[k] for k in keys)):
-            chosen = {**chosen_design, **dict(zip(keys, values, strict=True))}
-            overrides = expand_paths({**fixed, **chosen}, base)
-            out.append(Point(name, label(chosen), overrides, chosen))
+        for chosen_zip in zipped:
+            for values in itertools.product(*(grid[k] for k in keys)):
+                chosen = {**chosen_design, **chosen_zip, **dict(zip(keys, values, strict=True))}
+                overrides = expand_paths({**fixed, **chosen}, base)
+                out.append(Point(name, label(chosen), overrides, chosen))
     return out
+
+
+def _zip_rows(where: str, table: object) -> list[dict[str, Any]]:
+    """The settings of a group's ``zip``: the i-th value of every list, for each i."""
+    if table is None:
+        return [{}]
+    if not isinstance(table, dict) or not table:
+        raise ScenarioError(f"{where}.zip: a table of value lists of one length")
+    lengths = {}
+    for key, values in table.items():
+        if not isinstance(values, list) or not values:
+            raise ScenarioError(f"{where}.zip.{key}: a non-empty list of values")
+        lengths[key] = len(values)
+    first, n = next(iter(lengths.items()))
+    for key, m in lengths.items():
+        if m != n:
+            raise ScenarioError(f"{where}.zip.{key}: {m} values where {first} has {n}")
+    return [{key: table[key][i] for key in table} for i in range(n)]
 
 
 def load_sweep(target: str | os.PathLike[str]) -> Sweep:

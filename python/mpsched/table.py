@@ -173,6 +173,10 @@ def sweep_table(
         if column not in table_cols:
             table_cols.append(column)
         cells[(row, column)] = float(mean)
+    # Down the side, by the first factor, then the second...: each in the order its values
+    # first appear (the sweep file's order), whatever order the points ran in.
+    order = [{v: i for i, v in enumerate(dict.fromkeys(labels[c]))} for c in row_cols]
+    table_rows.sort(key=lambda row: tuple(o[v] for o, v in zip(order, row, strict=True)))
     if ratio_to is not None and ratio_to not in table_cols:
         raise ScenarioError(f"--ratio-to: no column {ratio_to!r} (have: {', '.join(table_cols)})")
     return Table(

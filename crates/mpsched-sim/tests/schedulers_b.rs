@@ -473,3 +473,49 @@ fn lab_with_big_buffers_every_scheduler_aggregates_both_paths() {
         }
     }
 }
+
+/// The lab with RTT_s = 200 ms and both host buffers (send and receive) at `kib` KiB.
+fn lab_host_buffer(kib: u64, stack: StackName, scheduler: &str) -> Config {
+    let mut c = with(stms_lab(200 * MS, 60 * S), scheduler);
+    c.sndbuf_bytes = kib * 1024;
+    c.rcvbuf_bytes = kib * 1024;
+    c.stack = stack;
+    c
+}
+
+/// Paper sec. 3.2 (eqs. 1, 3, 4): STMS uses the slow path only if the host buffer holds the
+/// fast path's window and the gap, Buf(fallback) = B_f x (OWD_s + OWD_f); below that it is TCP
+/// over the fast path, while Default still sends on the slow path and "the throughput will be
+/// even worse than the bandwidth B_f allowed by the fast path alone".
+///
+/// RTT_s = 200 ms: Buf(fallback) = 3.56 MB/s x 110 ms = 392 KB of payload. A 512 KiB buffer
+/// advertises 256 KB out-of-tree (half its memory) and 323 KB upstream (158/256 of it).
+/// Between Buf(STMS) = (B_f + B_s) x (OWD_s + OWD_f) = 783 KB and Buf(default) =
+/// (B_f + B_s) x RTT_s = 1.42 MB STMS aggregates where Default cannot yet: 2 MiB out-of-tree
+/// advertises 1 MB. (`mpsched sweep paper000-host-buffer` runs the whole range.)
+#[test]
+fn lab_stms_falls_back_to_the_fast_path_when_the_host_buffer_is_small() {
+    let wifi = payload_mbps(30 * MBPS);
+    for stack in [StackName::OutOfTree, StackName::Upstream] {
+        let d = run(lab_host_buffer(512, stack, "default"));
+        let c = run(lab_host_buffer(512, stack, "stms-c"));
+        println!(
+            "{stack:?}, 512 KiB: default {:.2} (LTE share {:.3}), stms-c {:.2} (LTE share {:.3})",
+            d.goodput_mbps, d.subflows[1].share, c.goodput_mbps, c.subflows[1].share
+        );
+        assert!(c.subflows[1].share <= 0.01);
+        assert!(c.goodput_mbps >= 0.97 * wifi);
+        assert!(d.subflows[1].share >= 0.05);
+        assert!(d.goodput_mbps <= 0.9 * wifi);
+    }
+    let d = run(lab_host_buffer(2048, StackName::OutOfTree, "default"));
+    let c = run(lab_host_buffer(2048, StackName::OutOfTree, "stms-c"));
+    println!(
+        "OutOfTree, 2 MiB: default {:.2}, stms-c {:.2} ({:.2}x)",
+        d.goodput_mbps,
+        c.goodput_mbps,
+        c.goodput_mbps / d.goodput_mbps
+    );
+    assert!(c.goodput_mbps >= 1.15 * d.goodput_mbps);
+    assert!(c.goodput_mbps >= 1.5 * wifi);
+}
