@@ -118,6 +118,18 @@ def test_the_paper000_host_buffer_sweep_sets_both_buffers_to_each_size() -> None
     assert {p.overrides["connection.protocol"] for p in tcp} == {"tcp"}
 
 
+def test_the_paper000_rtt_sweep_runs_fig_10b_and_fig_14_s_settings() -> None:
+    sweep = load_sweep(ROOT / "experiments" / "paper000-rtt.toml")
+    fig10b = [p for p in sweep.points if p.group == "fig10b"]
+    fig14 = [p for p in sweep.points if p.group == "fig14"]
+    # 2 kernels x 5 RTTs x 4 schedulers, and the same x 3 Wi-Fi buffers.
+    assert (len(fig10b), len(fig14)) == (40, 120)
+    assert all("path.wifi.queue" not in p.overrides for p in fig10b)  # the lab's 50 ms
+    assert {p.overrides["path.wifi.queue"] for p in fig14} == {"30KB", "60KB", "150KB"}
+    for p in sweep.points:
+        mpsched.load(None, {**sweep.overrides, **p.overrides})
+
+
 def test_the_paper000_varying_sweep_changes_both_rates_every_10_s() -> None:
     sweep = load_sweep(ROOT / "experiments" / "paper000-varying.toml")
     # 5 configurations x 2 kernels x 4 schedulers, 5 runs each.

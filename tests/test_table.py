@@ -73,6 +73,39 @@ def test_a_statistic_over_the_runs_of_a_cell(tmp_path: Path) -> None:
     assert cell == {"mean": 46, "median": 46, "min": 40, "max": 52, "p25": 41.5, "p100": 52}
 
 
+def test_rows_show_values_as_written_in_the_sweep_file_s_order(tmp_path: Path) -> None:
+    # A zip runs buffer-major (256KiB: both RTTs, then 1MiB: both RTTs); --rows asks RTT first.
+    # The normalized scenario also has the buffer, in bytes: the table shows it as written.
+    rows = [
+        {
+            "group": "g",
+            "key": f"k{i}",
+            "set.connection.sndbuf": buf,
+            "connection.sndbuf": str(size),
+            "set.path.lte.rtt": rtt,
+            "scheduler": "default",
+            "goodput_mbps": float(i),
+            "error": None,
+        }
+        for i, (buf, size, rtt) in enumerate(
+            [
+                ("256KiB", 262144, "200ms"),
+                ("256KiB", 262144, "100ms"),
+                ("1MiB", 1048576, "200ms"),
+                ("1MiB", 1048576, "100ms"),
+            ]
+        )
+    ]
+    pd.DataFrame(rows).to_parquet(tmp_path / "results.parquet")
+    table = sweep_table(tmp_path, rows=["path.lte.rtt", "connection.sndbuf"])
+    assert table.rows == [
+        ("200ms", "256KiB"),
+        ("200ms", "1MiB"),
+        ("100ms", "256KiB"),
+        ("100ms", "1MiB"),
+    ]
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [

@@ -66,8 +66,9 @@ class Table:
 
 
 def _column(frame: pd.DataFrame, key: str, option: str) -> str:
-    """The column of ``frame`` that factor ``key`` names."""
-    for name in (key, SET + key):
+    """The column of ``frame`` that factor ``key`` names: the swept value as written, or else
+    the normalized scenario's."""
+    for name in (SET + key, key):
         if name in frame.columns:
             return name
     factors = [c.removeprefix(SET) for c in frame.columns if c.startswith(SET)]
