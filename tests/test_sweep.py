@@ -326,3 +326,16 @@ def test_results_load_back_from_the_journal(tmp_path: Path) -> None:
     assert again.done == 8 and len(again.results) == 8
     meta = json.loads((out / "sweep.json").read_text())
     assert meta["runs"] == 8 and meta["title"] == "small"
+
+
+def test_the_paper000_wild_sweep_downloads_200_mb_over_table2_s_paths() -> None:
+    sweep = load_sweep(ROOT / "experiments" / "paper000-wild.toml")
+    wild = [p for p in sweep.points if p.group == "wild"]
+    # 2 kernels x 5 LTE RTTs x 4 schedulers, and TCP alone on Wi-Fi on both kernels.
+    assert (len(wild), len(sweep.points)) == (40, 42)
+    rtts = {p.overrides["path.lte.rtt"] for p in wild}
+    assert rtts == {"70ms", "120ms", "170ms", "270ms", "370ms"}
+    for p in sweep.points:
+        sc = mpsched.load(None, {**sweep.overrides, **p.overrides})
+        assert sc.workload.size == 200_000_000
+        assert (sc.path[0].rate, sc.path[1].rate) == (40_000_000, 30_000_000)
