@@ -339,3 +339,14 @@ def test_the_paper000_wild_sweep_downloads_200_mb_over_table2_s_paths() -> None:
         sc = mpsched.load(None, {**sweep.overrides, **p.overrides})
         assert sc.workload.size == 200_000_000
         assert (sc.path[0].rate, sc.path[1].rate) == (40_000_000, 30_000_000)
+
+
+def test_the_paper003_sweep_varies_the_router_and_receive_buffers() -> None:
+    sweep = load_sweep(ROOT / "experiments" / "paper003-rcvbuf.toml")
+    # 3 router buffers x 9 receive buffers x 4 schedulers, once each (nothing random).
+    assert len(sweep.points) == 3 * 9 * 4
+    assert sweep.repetitions == 1
+    for p in sweep.points:
+        sc = mpsched.load(sweep.base, p.overrides)
+        assert [x.name for x in sc.path] == ["eth", "usb"]
+        assert sc.connection.congestion == "lia" and sc.connection.stack == "out-of-tree"

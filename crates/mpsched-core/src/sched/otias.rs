@@ -38,6 +38,9 @@
 //!   segments are scheduled again on the others, and it takes no new ones while in Loss.
 //! - A reinjection (data outstanding on a subflow that timed out) is scheduled like any
 //!   segment, but never on a subflow that already carried it (Fig. 3's first loop).
+//! - Left out: sec. III also limits each path with a capacity estimate from an earlier paper
+//!   (Yang, Amer, Ekiz, ICCN 2013) "to never over-send"; the paper gives no details, so here
+//!   each subflow sends what its congestion window allows (docs/experiments/paper003.md).
 //!
 //! Variants of eq. 2 (REFERENCE.md), parameter `wait`: `paper` (default, above), `kau` (the
 //! mptcp-kau kernel port: ceil((not_yet_sent - can_send + 1) / cwnd)), `xquic` (XQUIC, in
