@@ -151,6 +151,15 @@ class Result:
         frame = pd.DataFrame(self.summary.get("subflows") or [])
         return frame.set_index("name") if "name" in frame.columns else frame
 
+    @property
+    def flows(self) -> pd.DataFrame:
+        """Every connection of a run with competing flows (``[[flow]]``), one row each (index:
+        ``flow``, 0 the main connection); empty without them."""
+        import pandas as pd
+
+        frame = pd.DataFrame(self.summary.get("flows") or [])
+        return frame.set_index("flow") if "flow" in frame.columns else frame
+
 
 def load_result(path: str | Path) -> Result:
     """A run directory written by ``mpsched run --out DIR`` as a :class:`Result`."""

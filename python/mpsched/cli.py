@@ -89,6 +89,31 @@ def _subflow_table(subflows: list[dict[str, Any]]) -> Table:
     return table
 
 
+def _flow_table(flows: list[dict[str, Any]]) -> Table:
+    table = Table(
+        title="flows (0: the main connection)",
+        title_justify="left",
+        box=None,
+        header_style="bold",
+    )
+    columns = ("flow", "protocol", "paths", "start s", "size KB", "done s", "Mbps", "RTOs")
+    for name in columns:
+        table.add_column(name, justify="left" if name in ("protocol", "paths") else "right")
+    for f in flows:
+        size = f.get("size_bytes")
+        table.add_row(
+            _int(f.get("flow")),
+            str(f.get("protocol", "?")),
+            ",".join(str(p) for p in f.get("paths") or []),
+            _num(f.get("start_s"), ",.3f"),
+            "bulk" if size is None else _num(size / 1e3 if isinstance(size, int) else None, ",.1f"),
+            _num(f.get("completion_s"), ",.3f"),
+            _num(f.get("goodput_mbps")),
+            _int(f.get("rtos")),
+        )
+    return table
+
+
 def _benefit_text(s: dict[str, Any]) -> str:
     base = [b for b in s.get("baselines") or [] if isinstance(b, dict)]
     paths = ", ".join(
@@ -132,6 +157,14 @@ def print_summary(result: api.Result, console: Console) -> None:
     )
     if "aggregation_benefit" in s:
         head.add_row("aggregation", _benefit_text(s))
+    flows = [f for f in s.get("flows") or [] if isinstance(f, dict)]
+    if flows:
+        head.add_row(
+            "flows",
+            f"{len(flows)} connections; mean completion "
+            f"{_num(s.get('mean_flow_completion_s'), ',.3f', ' s')}, "
+            f"{_int(s.get('unfinished_flows'))} unfinished",
+        )
     events_per_s = _rate(s.get("events"), result.loop_wall_s)
     head.add_row(
         "events",
@@ -143,6 +176,9 @@ def print_summary(result: api.Result, console: Console) -> None:
     if isinstance(subflows, list) and subflows:
         console.print()
         console.print(_subflow_table([sub for sub in subflows if isinstance(sub, dict)]))
+    if flows and len(flows) <= 40:
+        console.print()
+        console.print(_flow_table(flows))
 
 
 # --- commands ---

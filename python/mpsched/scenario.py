@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import os
+import random
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from functools import cache
@@ -40,6 +41,7 @@ from .units import (
 
 __all__ = [
     "Connection",
+    "FlowSpec",
     "PathSpec",
     "Scenario",
     "ScheduleEntry",
@@ -56,6 +58,9 @@ PROTOCOLS = ("mptcp", "tcp")
 CONGESTION_CONTROLS = ("reno", "cubic", "lia", "olia")
 STACKS = ("upstream", "out-of-tree")
 WORKLOAD_KINDS = ("bulk", "file")
+SIZE_DISTS = ("fixed", "pareto")
+#: Competing connections a scenario may hold (each is a pair of sockets in the simulator).
+MAX_FLOWS = 10_000
 
 
 # --- field types ---
@@ -111,8 +116,10 @@ def _convert_bool(value: object, info: ValidationInfo) -> object:
     return value
 
 
-def _choice(options: tuple[str, ...]) -> BeforeValidator:
+def _choice(options: tuple[str, ...], *, optional: bool = False) -> BeforeValidator:
     def check(value: object, info: ValidationInfo) -> object:
+        if value is None and optional:
+            return None
         if value not in options:
             raise ValueError(
                 f"unknown {info.field_name} {value!r} (expected one of: {', '.join(options)})"
@@ -142,6 +149,20 @@ def _convert_param(value: object) -> object:
     return value
 
 
+def _convert_count(value: object, info: ValidationInfo) -> object:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_FLOWS:
+        raise ValueError(f"{info.field_name} must be an integer in 0..{MAX_FLOWS}, got {value!r}")
+    return value
+
+
+def _convert_shape(value: object, info: ValidationInfo) -> object:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 1.0:
+        raise ValueError(
+            f"{info.field_name} must be a number > 1 (the mean is infinite at 1), got {value!r}"
+        )
+    return float(value)
+
+
 def _convert_string(value: object, info: ValidationInfo) -> object:
     if not isinstance(value, str) or not value:
         raise ValueError(f"{info.field_name} must be a non-empty string, got {value!r}")
@@ -164,6 +185,8 @@ Seed = Annotated[int, BeforeValidator(_convert_seed)]
 Name = Annotated[str, BeforeValidator(_convert_name)]
 NonEmptyString = Annotated[str, BeforeValidator(_convert_string)]
 Param = Annotated[int | float | str, BeforeValidator(_convert_param)]
+Count = Annotated[int, BeforeValidator(_convert_count)]
+Shape = Annotated[float, BeforeValidator(_convert_shape)]
 
 
 # --- models ---
@@ -193,10 +216,43 @@ class Connection(_Model):
 
 
 class Workload(_Model):
-    """The ``[workload]`` table: a bulk transfer, or a file of ``size`` bytes."""
+    """The ``[workload]`` table: a bulk transfer, or a file of ``size`` bytes.
+
+    With ``size_dist = "pareto"`` the file's size is drawn (from the scenario's seed) from a
+    Pareto distribution of mean ``size`` and shape ``pareto_shape``.
+    """
 
     kind: Annotated[Literal["bulk", "file"], _choice(WORKLOAD_KINDS)] = "bulk"
     size: OptionalSize = None
+    size_dist: Annotated[Literal["fixed", "pareto"], _choice(SIZE_DISTS)] = "fixed"
+    pareto_shape: Shape = 1.5
+
+
+class FlowSpec(_Model):
+    """One ``[[flow]]`` table: ``count`` competing connections alike, sharing the paths
+    (``count = 0``: none, for sweeps over the number of flows).
+
+    The i-th of them (from 0) sends its SYN at ``start + i * interval``. Unset, ``protocol``,
+    ``scheduler``, ``scheduler_params`` and ``congestion`` are the main connection's, and
+    ``paths`` its paths (the first of them for TCP). Without ``size`` a flow is a bulk
+    transfer to the end of the run; ``size_dist`` and ``pareto_shape`` are as in
+    ``[workload]``.
+    """
+
+    count: Count = 1
+    start: NonNegativeDuration = "0s"  # type: ignore[assignment]
+    interval: NonNegativeDuration = "0s"  # type: ignore[assignment]
+    protocol: Annotated[Literal["mptcp", "tcp"] | None, _choice(PROTOCOLS, optional=True)] = None
+    scheduler: NonEmptyString | None = None
+    scheduler_params: dict[str, Param] | None = None
+    congestion: Annotated[
+        Literal["reno", "cubic", "lia", "olia"] | None,
+        _choice(CONGESTION_CONTROLS, optional=True),
+    ] = None
+    size: OptionalSize = None
+    size_dist: Annotated[Literal["fixed", "pareto"], _choice(SIZE_DISTS)] = "fixed"
+    pareto_shape: Shape = 1.5
+    paths: list[Name] | None = None
 
 
 class ScheduleEntry(_Model):
@@ -239,6 +295,7 @@ class Scenario(_Model):
     connection: Connection = Field(default_factory=Connection)
     workload: Workload = Field(default_factory=Workload)
     path: list[PathSpec] = Field(default_factory=list)
+    flow: list[FlowSpec] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _cross_check(self) -> Scenario:
@@ -335,6 +392,55 @@ def _check(scenario: Scenario) -> None:
         raise ValueError("workload.size: required when kind = 'file'")
     if workload.kind == "bulk" and workload.size is not None:
         raise ValueError("workload.size: not allowed when kind = 'bulk'")
+    if workload.kind == "bulk" and workload.size_dist != "fixed":
+        raise ValueError("workload.size_dist: a bulk transfer has no size to draw")
+
+    total = 0
+    for j, flow in enumerate(scenario.flow):
+        _check_flow(scenario, j, flow, known_schedulers)
+        total += flow.count
+    if total > MAX_FLOWS:
+        raise ValueError(f"flow: at most {MAX_FLOWS} competing flows in all, got {total}")
+
+
+def _check_flow(
+    scenario: Scenario, j: int, flow: FlowSpec, known_schedulers: tuple[str, ...] | None
+) -> None:
+    where = f"flow[{j}]"
+    names = [p.name for p in scenario.path]
+    if flow.paths is not None:
+        if not flow.paths:
+            raise ValueError(f"{where}.paths: must name at least one path")
+        for k, name in enumerate(flow.paths):
+            if name not in names:
+                raise ValueError(
+                    f"{where}.paths[{k}]: unknown path {name!r} (paths: {', '.join(names)})"
+                )
+            if name in flow.paths[:k]:
+                raise ValueError(f"{where}.paths[{k}]: path {name!r} is listed twice")
+    protocol = flow.protocol or scenario.connection.protocol
+    if protocol == "tcp" and flow.paths is not None and len(flow.paths) != 1:
+        raise ValueError(f"{where}.paths: a TCP flow uses exactly one path")
+    if protocol == "mptcp":
+        scheduler = flow.scheduler or scenario.connection.scheduler
+        if ":" in scheduler:
+            raise ValueError(
+                f"{where}.scheduler: competing flows need a built-in scheduler "
+                f"({scheduler!r} is written in Python and drives only the main connection)"
+            )
+        if known_schedulers is not None and scheduler not in known_schedulers:
+            raise ValueError(
+                f"{where}.scheduler: unknown scheduler {scheduler!r} "
+                f"(known: {', '.join(known_schedulers)})"
+            )
+    if flow.size is None and flow.size_dist != "fixed":
+        raise ValueError(f"{where}.size_dist: a bulk flow (no size) has no size to draw")
+    last = flow.start + max(flow.count - 1, 0) * flow.interval
+    if last >= scenario.duration:
+        raise ValueError(
+            f"{where}.start: its last flow would start at {format_duration(last)}, "
+            f"not before the end of the run ({format_duration(scenario.duration)})"
+        )
 
 
 def _check_path(index: int, path: PathSpec, duration: int) -> None:
@@ -530,6 +636,20 @@ def _find_path(raw: dict[str, Any], name: str, where: str) -> dict[str, Any]:
     raise ScenarioError(f"{where}: no path named {name!r} (paths: {known})")
 
 
+def _find_flow(raw: dict[str, Any], index: str, where: str) -> dict[str, Any]:
+    flows = raw.get("flow")
+    count = len(flows) if isinstance(flows, list) else 0
+    if not index.isdigit() or int(index) >= count:
+        raise ScenarioError(
+            f"{where}: no flow {index!r} (the scenario has {count} [[flow]] tables, "
+            "numbered from 0)"
+        )
+    entry = flows[int(index)]  # type: ignore[index]
+    if not isinstance(entry, dict):
+        raise ScenarioError(f"{where}: flow {index} is not a table")
+    return entry
+
+
 def _set_path_key(path: dict[str, Any], key: str, value: Any) -> None:
     """Set one key of a raw path; a new delay replaces the other way of giving the delays.
 
@@ -581,6 +701,12 @@ def apply_overrides(
             _set_path_key(_find_path(raw, rest[0], where), rest[1], value)
         elif head == "path" and len(rest) < 2:
             raise ScenarioError(f"{where}: expected path.NAME.KEY, e.g. path.lte.rtt")
+        elif head == "flow" and len(rest) == 2:
+            if rest[1] not in FlowSpec.model_fields:
+                raise ScenarioError(f"{where}: unknown key")
+            _find_flow(raw, rest[0], where)[rest[1]] = value
+        elif head == "flow":
+            raise ScenarioError(f"{where}: expected flow.INDEX.KEY, e.g. flow.0.count")
         else:
             raise ScenarioError(f"{where}: unknown key")
     return raw
@@ -628,12 +754,70 @@ def _path(path: PathSpec) -> dict[str, Any]:
     }
 
 
-def to_native(scenario: Scenario) -> dict[str, Any]:
-    """The normalized scenario of the native contract (integers in ns, bytes and bits/s)."""
+def draw_size(rng: random.Random, mean: int, shape: float) -> int:
+    """A Pareto-distributed size in bytes of the given mean and shape (at least 1)."""
+    scale = mean * (shape - 1.0) / shape
+    return max(1, round(scale * rng.paretovariate(shape)))
+
+
+def _flows(scenario: Scenario, rng: random.Random, paths: list[str]) -> list[dict[str, Any]]:
+    """The competing flows, one entry per connection, with their paths as indices."""
     connection = scenario.connection
+    main_names = connection.paths or [p.name for p in scenario.path]
+    out = []
+    for flow in scenario.flow:
+        protocol = flow.protocol or connection.protocol
+        names = flow.paths or main_names
+        if protocol == "tcp":
+            names = names[:1]
+        scheduler = flow.scheduler or connection.scheduler
+        params = (
+            flow.scheduler_params
+            if flow.scheduler_params is not None
+            else (connection.scheduler_params if flow.scheduler is None else {})
+        )
+        for i in range(flow.count):
+            size = flow.size
+            if size is not None and flow.size_dist == "pareto":
+                size = draw_size(rng, size, flow.pareto_shape)
+            out.append(
+                {
+                    "start_ns": flow.start + i * flow.interval,
+                    "protocol": protocol,
+                    "scheduler": scheduler if protocol == "mptcp" else "minrtt",
+                    "scheduler_params": dict(params) if protocol == "mptcp" else {},
+                    "congestion": flow.congestion or connection.congestion,
+                    "size_bytes": size,
+                    "paths": [paths.index(n) for n in names],
+                }
+            )
+    return out
+
+
+def to_native(scenario: Scenario) -> dict[str, Any]:
+    """The normalized scenario of the native contract (integers in ns, bytes and bits/s).
+
+    File sizes drawn from a distribution come from ``random.Random(seed)``: the main
+    connection's first, then each competing flow's in order.
+    """
+    connection = scenario.connection
+    rng = random.Random(scenario.seed)  # noqa: S311 - reproducible sizes, not secrets
     workload: dict[str, Any] = {"kind": scenario.workload.kind}
     if scenario.workload.kind == "file":
-        workload["size_bytes"] = scenario.workload.size
+        size = scenario.workload.size
+        assert size is not None
+        if scenario.workload.size_dist == "pareto":
+            size = draw_size(rng, size, scenario.workload.pareto_shape)
+        workload["size_bytes"] = size
+    main = scenario.selected_paths()
+    native_paths = [_path(p) for p in main]
+    extra: dict[str, Any] = {}
+    if any(flow.count for flow in scenario.flow):
+        # The main connection's paths first (its subflow i on path i), then the others.
+        others = [p for p in scenario.path if p.name not in {m.name for m in main}]
+        native_paths += [_path(p) for p in others]
+        names = [p["name"] for p in native_paths]
+        extra = {"main_paths": len(main), "flows": _flows(scenario, rng, names)}
     return {
         "duration_ns": scenario.duration,
         "seed": scenario.seed,
@@ -649,5 +833,6 @@ def to_native(scenario: Scenario) -> dict[str, Any]:
         "window_ratio": connection.window_ratio,
         "stack": connection.stack,
         "workload": workload,
-        "paths": [_path(p) for p in scenario.selected_paths()],
+        "paths": native_paths,
+        **extra,
     }

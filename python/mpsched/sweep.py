@@ -15,7 +15,9 @@ there. When the sweep ends (or is interrupted) the journal becomes two Parquet t
   ``.delay_down_ns``, ``.delay_up_ns``, ``.loss``, ``.queue``) and the summary's numbers
   (``goodput_mbps``, ``completion_s``, ``ooo_delay_ms.mean``, ..., ``aggregation_benefit``
   with ``benefit=True``), with ``error`` for a run that failed;
-- ``DIR/subflows.parquet``: one row per run and subflow, the summary's per-subflow numbers.
+- ``DIR/subflows.parquet``: one row per run and subflow, the summary's per-subflow numbers;
+- ``DIR/flows.parquet``, for scenarios with competing flows: one row per run and connection
+  (``flow`` 0 the main one), the summary's per-flow numbers (``completion_s``...).
 
 ``sweep.json`` records what was run.
 """
@@ -178,6 +180,13 @@ class SweepResult:
 
         return pd.read_parquet(self.out / "subflows.parquet")
 
+    @property
+    def flows(self) -> Any:
+        """``flows.parquet`` (runs with competing flows) as a pandas DataFrame."""
+        import pandas as pd
+
+        return pd.read_parquet(self.out / "flows.parquet")
+
 
 def _read_journal(path: Path) -> dict[str, dict[str, Any]]:
     records: dict[str, dict[str, Any]] = {}
@@ -293,6 +302,7 @@ _SCALARS = (
     "aggregation_benefit",
 )
 _NESTED = ("ooo_delay_ms", "data_ack_step_segments")
+_FLOW_SCALARS = ("mean_flow_completion_s", "mean_flow_goodput_mbps", "unfinished_flows")
 _SUBFLOW_SKIP = ("name",)
 
 
@@ -320,8 +330,8 @@ def _scenario_columns(config: Mapping[str, Any]) -> dict[str, Any]:
     return row
 
 
-def _rows(records: Iterable[Mapping[str, Any]]) -> tuple[list[dict], list[dict]]:
-    runs, subflows = [], []
+def _rows(records: Iterable[Mapping[str, Any]]) -> tuple[list[dict], list[dict], list[dict]]:
+    runs, subflows, flows = [], [], []
     for r in records:
         row: dict[str, Any] = {"group": r["group"], "point": r["point"], "rep": r["rep"]}
         row["key"] = r["key"]
@@ -336,22 +346,34 @@ def _rows(records: Iterable[Mapping[str, Any]]) -> tuple[list[dict], list[dict]]
             for k in _NESTED:
                 for q, v in (s.get(k) or {}).items():
                     row[f"{k}.{q}"] = v
+            for k in _FLOW_SCALARS:
+                if k in s:
+                    row[k] = s[k]
+            for f in s.get("flows") or []:
+                flow = {"key": r["key"], "group": r["group"], "point": r["point"], "rep": r["rep"]}
+                flow.update(f)
+                flow["paths"] = ",".join(f.get("paths") or [])
+                flows.append(flow)
             for i, sf in enumerate(s.get("subflows") or []):
                 sub = {"key": r["key"], "group": r["group"], "point": r["point"]}
                 sub.update(rep=r["rep"], subflow=i, name=sf.get("name"))
                 sub.update({k: v for k, v in sf.items() if k not in _SUBFLOW_SKIP})
                 subflows.append(sub)
         runs.append(row)
-    return runs, subflows
+    return runs, subflows, flows
 
 
 def write_tables(records: list[Mapping[str, Any]], out: Path) -> None:
-    """``results.parquet`` and ``subflows.parquet`` from journal records."""
+    """``results.parquet``, ``subflows.parquet`` and (with competing flows) ``flows.parquet``
+    from journal records."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    runs, subflows = _rows(records)
-    for name, rows in (("results", runs), ("subflows", subflows)):
+    runs, subflows, flows = _rows(records)
+    tables = [("results", runs), ("subflows", subflows)]
+    if flows:
+        tables.append(("flows", flows))
+    for name, rows in tables:
         columns: dict[str, list[Any]] = {}
         for row in rows:
             for k in row:

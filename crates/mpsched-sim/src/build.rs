@@ -45,6 +45,8 @@ pub fn scenario(paths: Vec<PathConfig>, scheduler: &str, duration_ns: u64) -> Co
         stack: StackName::Upstream,
         workload: Workload::Bulk,
         paths,
+        main_paths: None,
+        flows: Vec::new(),
     }
 }
 

@@ -41,6 +41,31 @@ pub struct Config {
     pub stack: StackName,
     pub workload: Workload,
     pub paths: Vec<PathConfig>,
+    /// How many of `paths`, from the first, the main connection uses (all when absent); the
+    /// others carry only competing flows.
+    #[serde(default)]
+    pub main_paths: Option<usize>,
+    /// Competing connections sharing the paths with the main one.
+    #[serde(default)]
+    pub flows: Vec<FlowConfig>,
+}
+
+/// A competing connection: its own hosts' sockets, the main connection's buffers and stack.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowConfig {
+    /// When its client sends the SYN.
+    pub start_ns: u64,
+    pub protocol: Protocol,
+    pub scheduler: String,
+    #[serde(default)]
+    pub scheduler_params: BTreeMap<String, serde_json::Value>,
+    pub congestion: String,
+    /// Bytes to transfer; `None`: a bulk transfer to the end of the run.
+    #[serde(default)]
+    pub size_bytes: Option<u64>,
+    /// Indices into `paths`, one per subflow (one for TCP).
+    pub paths: Vec<usize>,
 }
 
 fn default_rcvbuf_initial() -> u64 {
@@ -122,6 +147,71 @@ pub struct Change {
     pub delay_up_ns: Option<u64>,
 }
 
+/// Scheduler parameters as the schedulers take them; `owner` names the table in errors.
+fn typed_params(
+    params: &BTreeMap<String, serde_json::Value>,
+    owner: &str,
+) -> Result<sched::SchedParams, String> {
+    let mut p = sched::SchedParams::new();
+    for (k, v) in params {
+        let v = match v {
+            serde_json::Value::Number(n) => sched::ParamValue::Num(n.as_f64().unwrap_or(f64::NAN)),
+            serde_json::Value::String(s) => sched::ParamValue::Str(s.clone()),
+            other => {
+                return Err(format!(
+                    "{owner}.scheduler_params.{k}: expected a number or a string, got {other}"
+                ))
+            }
+        };
+        p.insert(k, v);
+    }
+    Ok(p)
+}
+
+impl FlowConfig {
+    pub fn sched_params(&self, index: usize) -> Result<sched::SchedParams, String> {
+        typed_params(&self.scheduler_params, &format!("flows[{index}]"))
+    }
+
+    pub fn cc(&self) -> CcKind {
+        CcKind::parse(&self.congestion).expect("validated")
+    }
+
+    fn validate(&self, index: usize, n_paths: usize) -> Result<(), String> {
+        let field = format!("flows[{index}]");
+        if CcKind::parse(&self.congestion).is_none() {
+            return Err(format!(
+                "{field}.congestion: unknown congestion control '{}' (known: reno, cubic, lia, olia)",
+                self.congestion
+            ));
+        }
+        if self.size_bytes == Some(0) {
+            return Err(format!("{field}.size_bytes: must be > 0"));
+        }
+        if self.paths.is_empty() {
+            return Err(format!("{field}.paths: at least one path is needed"));
+        }
+        if self.protocol == Protocol::Tcp && self.paths.len() != 1 {
+            return Err(format!("{field}.paths: a TCP flow uses exactly one path"));
+        }
+        for (j, &p) in self.paths.iter().enumerate() {
+            if p >= n_paths {
+                return Err(format!(
+                    "{field}.paths[{j}]: no path {p} (there are {n_paths})"
+                ));
+            }
+            if self.paths[..j].contains(&p) {
+                return Err(format!("{field}.paths[{j}]: path {p} is listed twice"));
+            }
+        }
+        if self.protocol == Protocol::Mptcp {
+            sched::build(&self.scheduler, &self.sched_params(index)?)
+                .map_err(|e| format!("{field}.scheduler: {e}"))?;
+        }
+        Ok(())
+    }
+}
+
 impl LinkSpec {
     pub fn to_link(&self) -> LinkConfig {
         LinkConfig {
@@ -169,32 +259,22 @@ impl Config {
 
     /// The scheduler parameters, typed.
     pub fn sched_params(&self) -> Result<sched::SchedParams, String> {
-        let mut p = sched::SchedParams::new();
-        for (k, v) in &self.scheduler_params {
-            let v = match v {
-                serde_json::Value::Number(n) => {
-                    sched::ParamValue::Num(n.as_f64().unwrap_or(f64::NAN))
-                }
-                serde_json::Value::String(s) => sched::ParamValue::Str(s.clone()),
-                other => {
-                    return Err(format!(
-                    "connection.scheduler_params.{k}: expected a number or a string, got {other}"
-                ))
-                }
-            };
-            p.insert(k, v);
-        }
-        Ok(p)
+        typed_params(&self.scheduler_params, "connection")
+    }
+
+    pub fn cc(&self) -> CcKind {
+        CcKind::parse(&self.congestion).expect("validated")
+    }
+
+    /// How many paths the main connection uses.
+    pub fn main_path_count(&self) -> usize {
+        self.main_paths.unwrap_or(self.paths.len())
     }
 
     /// `window_ratio` as Linux's `scaling_ratio` (payload per 256 bytes of buffer).
     pub fn window_ratio_256(&self) -> Option<u32> {
         self.window_ratio
             .map(|r| ((r * 256.0).round() as u32).clamp(1, 256))
-    }
-
-    pub fn cc(&self) -> CcKind {
-        CcKind::parse(&self.congestion).expect("validated")
     }
 
     pub fn validate(&self) -> Result<(), String> {
@@ -239,6 +319,20 @@ impl Config {
         }
         if self.paths.len() > 32 {
             return Err("paths: at most 32 paths".into());
+        }
+        if let Some(m) = self.main_paths {
+            if m == 0 || m > self.paths.len() {
+                return Err(format!(
+                    "main_paths: must be in 1..={}, got {m}",
+                    self.paths.len()
+                ));
+            }
+        }
+        if self.flows.len() > 10_000 {
+            return Err("flows: at most 10,000 competing flows".into());
+        }
+        for (k, f) in self.flows.iter().enumerate() {
+            f.validate(k, self.paths.len())?;
         }
         for (i, p) in self.paths.iter().enumerate() {
             p.down.validate(&format!("paths[{i}].down"))?;

@@ -1,27 +1,33 @@
-//! The discrete-event simulator: one server and one client host, one path per subflow, each
-//! path a link in each direction. Data flows server -> client (a download, as in the papers).
+//! The discrete-event simulator: a server and a client host joined by paths, each path a link
+//! in each direction. Data flows server -> client (a download, as in the papers).
 //!
-//! Time zero is the client's SYN. The server starts sending when the request reaches it, one
-//! handshake RTT plus the uplink delay later; further subflows join after their own
-//! MP_JOIN handshake, started once the first subflow is up (RFC 8684 3.2).
+//! The main connection has one subflow per path it uses. Competing flows (`Config::flows`) are
+//! further connections between the same hosts over the same paths: their packets share the
+//! links' queues, tagged with the connection they belong to so that each link delivers them
+//! to the right socket.
+//!
+//! Time zero is the main connection's SYN; a competing flow's SYN leaves at its start. A
+//! server starts sending when the request reaches it, one handshake RTT plus the uplink delay
+//! later; further subflows join after their own MP_JOIN handshake, started once the first
+//! subflow is up (RFC 8684 3.2).
 
 use crate::config::{Config, Protocol, Workload};
 use crate::event::{ComponentId, EventList};
 use crate::summary::{self, Summary};
 use crate::trace_out::{Sink, Tracer};
+use mpsched_core::cc::CcKind;
 use mpsched_core::conn::sender::SubflowConfig;
 use mpsched_core::conn::{Receiver, ReceiverConfig, Sender, SenderConfig};
-use mpsched_core::link::Link;
+use mpsched_core::link::{Drop, HasWireLen, Link};
+use mpsched_core::packet::Packet;
 use mpsched_core::rng::Rng;
 use mpsched_core::sched::{self, SchedSample};
 use mpsched_core::trace::{AckTrace, DeliveryTrace, SentTrace};
 use mpsched_core::{Bytes, Dur, Rate, Time};
 
-const SERVER: ComponentId = 0;
-const CLIENT: ComponentId = 1;
-const SCHEDULE: ComponentId = 2;
-const SAMPLER: ComponentId = 3;
-const FIRST_LINK: ComponentId = 4;
+const SCHEDULE: ComponentId = 0;
+const SAMPLER: ComponentId = 1;
+const FIRST_LINK: ComponentId = 2;
 /// Bytes of a SYN / SYN-ACK on the wire (IP + TCP + options).
 const SYN_BYTES: u64 = 64;
 
@@ -47,12 +53,66 @@ struct Scheduled {
     delay_up: Option<Dur>,
 }
 
+/// A packet on a link, with the index of the connection it belongs to.
+pub struct Tagged {
+    pub conn: u32,
+    pub pkt: Packet,
+}
+
+impl HasWireLen for Tagged {
+    fn wire_len(&self) -> u32 {
+        self.pkt.wire_len
+    }
+}
+
+pub type SimLink = Link<Tagged>;
+
+/// Packets of one subflow the links dropped.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Drops {
+    pub queue: u64,
+    pub random: u64,
+    pub ack_queue: u64,
+    pub ack_random: u64,
+}
+
+/// One connection: its two sockets and the paths of its subflows.
+pub struct Conn {
+    pub server: Sender,
+    pub client: Receiver,
+    /// The path of each subflow.
+    pub paths: Vec<usize>,
+    /// When its first SYN left the client.
+    pub syn_at: Time,
+    /// When its server sends the first data.
+    pub start: Time,
+    /// The size of its file; `None`: a bulk transfer to the end of the run.
+    pub total: Option<Bytes>,
+    /// Whether it transfers a file.
+    pub file: bool,
+    pub drops: Vec<Drops>,
+    started: bool,
+    done: bool,
+}
+
+struct ConnSpec {
+    mptcp: bool,
+    cc: CcKind,
+    sched: Box<dyn sched::Scheduler>,
+    total: Option<Bytes>,
+    paths: Vec<usize>,
+    syn_at: Time,
+}
+
 pub struct Simulation {
     cfg: Config,
-    server: Sender,
-    client: Receiver,
+    /// The main connection first, then the competing flows.
+    conns: Vec<Conn>,
     /// Index 2p: path p downlink (data); 2p + 1: uplink (ACKs).
-    links: Vec<Link>,
+    links: Vec<SimLink>,
+    /// Files not yet delivered; the run ends when none is left, if the main connection
+    /// transfers a file.
+    files_pending: usize,
     changes: Vec<Scheduled>,
     next_change: usize,
     events: EventList,
@@ -92,10 +152,7 @@ impl Simulation {
         trace: bool,
         external: Option<Box<dyn sched::Scheduler>>,
     ) -> Result<Simulation, String> {
-        let mptcp = cfg.protocol == Protocol::Mptcp;
-        let n_sub = if mptcp { cfg.paths.len() } else { 1 };
-
-        let links: Vec<Link> = cfg
+        let links: Vec<SimLink> = cfg
             .paths
             .iter()
             .enumerate()
@@ -107,67 +164,56 @@ impl Simulation {
             })
             .collect();
 
-        // Handshake timing from the idle paths.
-        let hs_rtt = |p: usize| {
-            let pc = &cfg.paths[p];
-            Dur(pc.down.delay_ns + pc.up.delay_ns)
-                + Rate::bps(pc.down.rate_bps).tx_time(SYN_BYTES)
-                + Rate::bps(pc.up.rate_bps).tx_time(SYN_BYTES)
-        };
-        let up_delay = |p: usize| {
-            Dur(cfg.paths[p].up.delay_ns) + Rate::bps(cfg.paths[p].up.rate_bps).tx_time(SYN_BYTES)
-        };
-        let rtt0 = hs_rtt(0);
-        let start = Time::ZERO + rtt0 + up_delay(0);
-        let subflows = (0..n_sub)
-            .map(|p| SubflowConfig {
-                established_at: if p == 0 {
-                    start
-                } else {
-                    Time::ZERO + rtt0 + hs_rtt(p) + up_delay(p)
-                },
-                handshake_rtt: hs_rtt(p),
-                backup: false,
-            })
-            .collect();
-
-        let total = match cfg.workload {
-            Workload::Bulk => None,
-            Workload::File { size_bytes } => Some(Bytes(size_bytes)),
-        };
-        let sched = if let Some(s) = external.filter(|_| mptcp) {
+        let mptcp = cfg.protocol == Protocol::Mptcp;
+        let main_sched = if let Some(s) = external.filter(|_| mptcp) {
             s
         } else if mptcp {
             sched::build(&cfg.scheduler, &cfg.sched_params()?)?
         } else {
             sched::build("minrtt", &sched::SchedParams::new())?
         };
-        let client = Receiver::new(ReceiverConfig {
-            mptcp,
-            rcvbuf: Bytes(cfg.rcvbuf_bytes),
-            rcvbuf_initial: Bytes(cfg.rcvbuf_initial_bytes),
-            rcvbuf_autotune: cfg.rcvbuf_autotune,
-            window_ratio: cfg.window_ratio_256(),
-            subflows: n_sub,
-            stack: cfg.stack.stack(),
-            total,
-            trace,
-        });
-        let server = Sender::new(
-            SenderConfig {
+        let main_paths: Vec<usize> = (0..if mptcp { cfg.main_path_count() } else { 1 }).collect();
+        let main_total = match cfg.workload {
+            Workload::Bulk => None,
+            Workload::File { size_bytes } => Some(Bytes(size_bytes)),
+        };
+        let mut conns = vec![Self::connection(
+            &cfg,
+            ConnSpec {
                 mptcp,
-                sndbuf: Bytes(cfg.sndbuf_bytes),
-                sndbuf_autotune: cfg.sndbuf_autotune,
-                stack: cfg.stack.stack(),
-                initial_rwnd: Bytes(client.initial_window()),
-                total,
-                subflows,
-                trace,
+                cc: cfg.cc(),
+                sched: main_sched,
+                total: main_total,
+                paths: main_paths,
+                syn_at: Time::ZERO,
             },
-            cfg.cc().build(),
-            sched,
-            start,
-        );
+            trace,
+        )];
+        for (k, f) in cfg.flows.iter().enumerate() {
+            let fmptcp = f.protocol == Protocol::Mptcp;
+            let sched = if fmptcp {
+                sched::build(&f.scheduler, &f.sched_params(k)?)?
+            } else {
+                sched::build("minrtt", &sched::SchedParams::new())?
+            };
+            conns.push(Self::connection(
+                &cfg,
+                ConnSpec {
+                    mptcp: fmptcp,
+                    cc: f.cc(),
+                    sched,
+                    total: f.size_bytes.map(Bytes),
+                    paths: f.paths.clone(),
+                    syn_at: Time(f.start_ns),
+                },
+                false,
+            ));
+        }
+        let files_pending = if conns[0].file {
+            conns.iter().filter(|c| c.file).count()
+        } else {
+            usize::MAX
+        };
 
         let mut changes: Vec<Scheduled> = cfg
             .paths
@@ -187,17 +233,19 @@ impl Simulation {
         changes.sort_by_key(|c| c.at);
 
         let n_links = links.len();
-        let mut events = EventList::new(FIRST_LINK as usize + n_links);
-        events.schedule(SERVER, start);
+        let mut events = EventList::new(FIRST_LINK as usize + n_links + 2 * conns.len());
+        for (k, c) in conns.iter().enumerate() {
+            events.schedule(FIRST_LINK + (n_links + 2 * k) as ComponentId, c.start);
+        }
         if let Some(c) = changes.first() {
             events.schedule(SCHEDULE, c.at);
         }
         Ok(Simulation {
             end: Time(cfg.duration_ns),
             cfg,
-            server,
-            client,
+            conns,
             links,
+            files_pending,
             changes,
             next_change: 0,
             events,
@@ -208,25 +256,99 @@ impl Simulation {
         })
     }
 
+    /// The sockets of one connection whose client sends its SYN at `spec.syn_at`.
+    fn connection(cfg: &Config, spec: ConnSpec, trace: bool) -> Conn {
+        let paths = &spec.paths;
+        // Handshake timing from the idle paths.
+        let hs_rtt = |p: usize| {
+            let pc = &cfg.paths[p];
+            Dur(pc.down.delay_ns + pc.up.delay_ns)
+                + Rate::bps(pc.down.rate_bps).tx_time(SYN_BYTES)
+                + Rate::bps(pc.up.rate_bps).tx_time(SYN_BYTES)
+        };
+        let up_delay = |p: usize| {
+            Dur(cfg.paths[p].up.delay_ns) + Rate::bps(cfg.paths[p].up.rate_bps).tx_time(SYN_BYTES)
+        };
+        let rtt0 = hs_rtt(paths[0]);
+        let start = spec.syn_at + rtt0 + up_delay(paths[0]);
+        let subflows = paths
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| SubflowConfig {
+                established_at: if i == 0 {
+                    start
+                } else {
+                    spec.syn_at + rtt0 + hs_rtt(p) + up_delay(p)
+                },
+                handshake_rtt: hs_rtt(p),
+                backup: false,
+            })
+            .collect();
+        let client = Receiver::new(ReceiverConfig {
+            mptcp: spec.mptcp,
+            rcvbuf: Bytes(cfg.rcvbuf_bytes),
+            rcvbuf_initial: Bytes(cfg.rcvbuf_initial_bytes),
+            rcvbuf_autotune: cfg.rcvbuf_autotune,
+            window_ratio: cfg.window_ratio_256(),
+            subflows: paths.len(),
+            stack: cfg.stack.stack(),
+            total: spec.total,
+            trace,
+        });
+        let server = Sender::new(
+            SenderConfig {
+                mptcp: spec.mptcp,
+                sndbuf: Bytes(cfg.sndbuf_bytes),
+                sndbuf_autotune: cfg.sndbuf_autotune,
+                stack: cfg.stack.stack(),
+                initial_rwnd: Bytes(client.initial_window()),
+                total: spec.total,
+                subflows,
+                trace,
+            },
+            spec.cc.build(),
+            spec.sched,
+            start,
+        );
+        Conn {
+            server,
+            client,
+            drops: vec![Drops::default(); paths.len()],
+            paths: spec.paths,
+            syn_at: spec.syn_at,
+            start,
+            total: spec.total,
+            file: spec.total.is_some(),
+            started: false,
+            done: false,
+        }
+    }
+
+    /// The main connection.
+    pub fn main(&self) -> &Conn {
+        &self.conns[0]
+    }
+
     /// Runs to the end of the scenario (its duration, or the file's last byte delivered),
-    /// keeping any traces in memory.
+    /// keeping any traces of the main connection in memory.
     pub fn run(mut self) -> RunOutput {
         let wall = std::time::Instant::now();
         self.run_loop(&mut |_: &mut Simulation| {});
         let summary = self.summary(wall.elapsed().as_secs_f64());
-        self.server.finish_trace();
-        let scheduler = self.server.take_sched_samples();
-        let traces = self.server.ack_trace.take().map(|acks| Traces {
+        let main = &mut self.conns[0];
+        main.server.finish_trace();
+        let scheduler = main.server.take_sched_samples();
+        let traces = main.server.ack_trace.take().map(|acks| Traces {
             acks,
             scheduler,
-            sent: self.server.sent_trace.take().unwrap_or_default(),
-            delivery: self.client.trace.take().unwrap_or_default(),
+            sent: main.server.sent_trace.take().unwrap_or_default(),
+            delivery: main.client.trace.take().unwrap_or_default(),
         });
         RunOutput { summary, traces }
     }
 
-    /// Runs to the end, sampling every subflow and the connection every `sample_interval`
-    /// and handing the traces to `sink` in chunks of about `chunk_rows` rows.
+    /// Runs to the end, sampling every subflow and the main connection every
+    /// `sample_interval` and handing the traces to `sink` in chunks of about `chunk_rows` rows.
     pub fn run_streaming(
         mut self,
         sample_interval: Dur,
@@ -239,23 +361,29 @@ impl Simulation {
         self.events.schedule(SAMPLER, Time::ZERO);
         let mut ticks = 0u32;
         self.run_loop(&mut |sim: &mut Simulation| {
+            let main = &mut sim.conns[0];
             if sim.sampled {
                 sim.sampled = false;
-                tracer.sample(sim.now, &sim.server, &sim.client, &sim.links);
+                tracer.sample(sim.now, &main.server, &main.client, &sim.links);
             }
             ticks += 1;
             if ticks >= 1024 {
                 ticks = 0;
-                tracer.flush(&mut sim.server, &mut sim.client, false, sink);
+                tracer.flush(&mut main.server, &mut main.client, false, sink);
             }
         });
-        self.server.finish_trace();
-        tracer.flush(&mut self.server, &mut self.client, true, sink);
+        let main = &mut self.conns[0];
+        main.server.finish_trace();
+        tracer.flush(&mut main.server, &mut main.client, true, sink);
         self.summary(wall.elapsed().as_secs_f64())
     }
 
+    fn first_conn(&self) -> ComponentId {
+        FIRST_LINK + self.links.len() as ComponentId
+    }
+
     fn run_loop(&mut self, after_event: &mut dyn FnMut(&mut Simulation)) {
-        let mut started = false;
+        let first_conn = self.first_conn();
         while let Some((t, c)) = self.events.pop() {
             if t > self.end {
                 break;
@@ -264,18 +392,6 @@ impl Simulation {
             // The sampler observes the model; it is not part of it.
             self.processed += u64::from(c != SAMPLER);
             match c {
-                SERVER => {
-                    if !started {
-                        started = true;
-                        self.server.start(t);
-                    }
-                    self.server.handle_timeout(t);
-                    self.flush_server();
-                }
-                CLIENT => {
-                    self.client.handle_timeout(t);
-                    self.flush_client();
-                }
                 SCHEDULE => self.apply_changes(),
                 SAMPLER => {
                     self.sampled = true;
@@ -283,23 +399,43 @@ impl Simulation {
                         self.events.schedule(SAMPLER, t + d);
                     }
                 }
+                c if c >= first_conn => {
+                    let k = ((c - first_conn) / 2) as usize;
+                    if (c - first_conn).is_multiple_of(2) {
+                        let conn = &mut self.conns[k];
+                        if !conn.started {
+                            conn.started = true;
+                            conn.server.start(t);
+                        }
+                        conn.server.handle_timeout(t);
+                        self.flush_server(k);
+                    } else {
+                        self.conns[k].client.handle_timeout(t);
+                        self.flush_client(k);
+                    }
+                }
                 link => self.on_link(link),
             }
             after_event(self);
-            if self.client.complete_at().is_some() {
+            if self.files_pending == 0 {
                 break;
             }
         }
     }
 
     fn summary(&self, wall_s: f64) -> Summary {
-        let end = self.client.complete_at().unwrap_or(self.end);
+        let main_end = self.conns[0].client.complete_at().unwrap_or(self.end);
+        // The run stops when the last file is in, or at its duration.
+        let run_end = if self.files_pending == 0 {
+            self.now
+        } else {
+            self.end
+        };
         summary::build(
             &self.cfg,
-            &self.server,
-            &self.client,
-            &self.links,
-            end,
+            &self.conns,
+            main_end,
+            run_end,
             self.processed,
             wall_s,
         )
@@ -308,13 +444,19 @@ impl Simulation {
     fn on_link(&mut self, c: ComponentId) {
         let l = (c - FIRST_LINK) as usize;
         let now = self.now;
-        while let Some(pkt) = self.links[l].poll_deliver(now) {
+        while let Some(Tagged { conn: k, pkt }) = self.links[l].poll_deliver(now) {
+            let k = k as usize;
             if l.is_multiple_of(2) {
-                self.client.handle_data(now, &pkt);
-                self.flush_client();
+                let conn = &mut self.conns[k];
+                conn.client.handle_data(now, &pkt);
+                if !conn.done && conn.file && conn.client.complete_at().is_some() {
+                    conn.done = true;
+                    self.files_pending = self.files_pending.saturating_sub(1);
+                }
+                self.flush_client(k);
             } else {
-                self.server.handle_ack(now, &pkt);
-                self.flush_server();
+                self.conns[k].server.handle_ack(now, &pkt);
+                self.flush_server(k);
             }
         }
         self.rearm_link(l);
@@ -326,27 +468,47 @@ impl Simulation {
         }
     }
 
-    fn flush_server(&mut self) {
+    fn flush_server(&mut self, k: usize) {
         let now = self.now;
-        while let Some(pkt) = self.server.poll_transmit() {
-            let l = down(pkt.subflow as usize);
-            let _ = self.links[l].enqueue(now, pkt);
+        while let Some(pkt) = self.conns[k].server.poll_transmit() {
+            let sf = pkt.subflow as usize;
+            let l = down(self.conns[k].paths[sf]);
+            let tagged = Tagged {
+                conn: k as u32,
+                pkt,
+            };
+            match self.links[l].enqueue(now, tagged) {
+                Ok(()) => {}
+                Err(Drop::QueueFull) => self.conns[k].drops[sf].queue += 1,
+                Err(Drop::Random) => self.conns[k].drops[sf].random += 1,
+            }
             self.rearm_link(l);
         }
-        if let Some(t) = self.server.poll_timeout() {
-            self.events.schedule(SERVER, t.max(now));
+        if let Some(t) = self.conns[k].server.poll_timeout() {
+            let id = self.first_conn() + 2 * k as ComponentId;
+            self.events.schedule(id, t.max(now));
         }
     }
 
-    fn flush_client(&mut self) {
+    fn flush_client(&mut self, k: usize) {
         let now = self.now;
-        while let Some(pkt) = self.client.poll_transmit() {
-            let l = up(pkt.subflow as usize);
-            let _ = self.links[l].enqueue(now, pkt);
+        while let Some(pkt) = self.conns[k].client.poll_transmit() {
+            let sf = pkt.subflow as usize;
+            let l = up(self.conns[k].paths[sf]);
+            let tagged = Tagged {
+                conn: k as u32,
+                pkt,
+            };
+            match self.links[l].enqueue(now, tagged) {
+                Ok(()) => {}
+                Err(Drop::QueueFull) => self.conns[k].drops[sf].ack_queue += 1,
+                Err(Drop::Random) => self.conns[k].drops[sf].ack_random += 1,
+            }
             self.rearm_link(l);
         }
-        if let Some(t) = self.client.poll_timeout() {
-            self.events.schedule(CLIENT, t.max(now));
+        if let Some(t) = self.conns[k].client.poll_timeout() {
+            let id = self.first_conn() + 2 * k as ComponentId + 1;
+            self.events.schedule(id, t.max(now));
         }
     }
 

@@ -1,8 +1,7 @@
 //! The summary of a run, the JSON object `mpsched run --json` prints.
 
 use crate::config::{Config, Protocol, Workload};
-use mpsched_core::conn::{Receiver, Sender};
-use mpsched_core::link::Link;
+use crate::sim::Conn;
 use mpsched_core::Time;
 use serde::Serialize;
 
@@ -79,17 +78,98 @@ pub struct Summary {
     pub events: u64,
     pub wall_s: f64,
     pub subflows: Vec<SubflowSummary>,
+    /// With competing flows: every connection, the main one first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub flows: Vec<FlowSummary>,
+    /// With competing flows: the mean completion time (from SYN to last byte) of the
+    /// connections that transfer a file and finished it (the papers' "AFT").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean_flow_completion_s: Option<f64>,
+    /// With competing flows: the mean of the connections' `goodput_mbps`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean_flow_goodput_mbps: Option<f64>,
+    /// With competing flows: connections with a file that did not finish within the run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unfinished_flows: Option<u64>,
 }
 
+/// One connection of a run with competing flows.
+#[derive(Clone, Debug, Serialize)]
+pub struct FlowSummary {
+    /// 0 for the main connection, k for `flows[k - 1]`.
+    pub flow: u32,
+    pub protocol: &'static str,
+    /// The paths of its subflows.
+    pub paths: Vec<String>,
+    pub start_s: f64,
+    pub size_bytes: Option<u64>,
+    /// From its SYN to its last byte delivered; `None`: bulk, or not finished.
+    pub completion_s: Option<f64>,
+    pub bytes_delivered: u64,
+    /// Bytes delivered over the time from its SYN to its completion (or the end of the run).
+    pub goodput_mbps: f64,
+    pub retransmits: u64,
+    pub rtos: u64,
+    pub queue_drops: u64,
+    pub random_drops: u64,
+}
+
+fn protocol_name(p: Protocol) -> &'static str {
+    match p {
+        Protocol::Mptcp => "mptcp",
+        Protocol::Tcp => "tcp",
+    }
+}
+
+fn flow_summary(cfg: &Config, k: usize, conn: &Conn, run_end: Time) -> FlowSummary {
+    let protocol = if k == 0 {
+        cfg.protocol
+    } else {
+        cfg.flows[k - 1].protocol
+    };
+    let done = conn.client.complete_at().filter(|_| conn.file);
+    let span = (done.unwrap_or(run_end).max(conn.syn_at) - conn.syn_at).as_secs_f64();
+    let sfs = conn.server.subflows();
+    FlowSummary {
+        flow: k as u32,
+        protocol: protocol_name(protocol),
+        paths: conn
+            .paths
+            .iter()
+            .map(|&p| cfg.paths[p].name.clone())
+            .collect(),
+        start_s: conn.syn_at.as_secs_f64(),
+        size_bytes: conn.total.map(|b| b.0),
+        completion_s: done.map(|t| (t - conn.syn_at).as_secs_f64()),
+        bytes_delivered: conn.client.stats.delivered_bytes,
+        goodput_mbps: if span > 0.0 {
+            conn.client.stats.delivered_bytes as f64 * 8.0 / span / 1e6
+        } else {
+            0.0
+        },
+        retransmits: sfs.iter().map(|s| s.stats.retransmits).sum(),
+        rtos: sfs.iter().map(|s| s.stats.rtos).sum(),
+        queue_drops: conn.drops.iter().map(|d| d.queue).sum(),
+        random_drops: conn.drops.iter().map(|d| d.random).sum(),
+    }
+}
+
+/// The summary of the main connection (`conns[0]`), which ended at `end`, and, with
+/// competing flows, of every connection by the end of the run.
 pub fn build(
     cfg: &Config,
-    server: &Sender,
-    client: &Receiver,
-    links: &[Link],
+    conns: &[Conn],
     end: Time,
+    run_end: Time,
     events: u64,
     wall_s: f64,
 ) -> Summary {
+    let Conn {
+        server,
+        client,
+        drops,
+        ..
+    } = &conns[0];
     let duration_s = end.as_secs_f64();
     let mbps = |bytes: u64| bytes as f64 * 8.0 / duration_s / 1e6;
     let ooo = &client.stats.ooo_delay_ns;
@@ -99,7 +179,7 @@ pub fn build(
         .iter()
         .enumerate()
         .map(|(i, sf)| {
-            let (d, u) = (links[2 * i].stats(), links[2 * i + 1].stats());
+            let d = drops[i];
             let acks = &server.stats.per_subflow[i];
             let delivered = client.stats.delivered_by_subflow[i];
             SubflowSummary {
@@ -120,14 +200,14 @@ pub fn build(
                 fast_recoveries: sf.stats.fast_recoveries,
                 tlp_probes: sf.stats.tlp_probes,
                 penalizations: sf.stats.penalizations,
-                queue_drops: d.queue_drops,
-                random_drops: d.random_drops,
-                ack_queue_drops: u.queue_drops,
-                ack_random_drops: u.random_drops,
+                queue_drops: d.queue,
+                random_drops: d.random,
+                ack_queue_drops: d.ack_queue,
+                ack_random_drops: d.ack_random,
                 loss_rate: if sf.stats.packets_sent == 0 {
                     0.0
                 } else {
-                    (d.queue_drops + d.random_drops) as f64 / sf.stats.packets_sent as f64
+                    (d.queue + d.random) as f64 / sf.stats.packets_sent as f64
                 },
                 srtt_ms: sf.srtt().as_millis_f64(),
                 min_rtt_ms: sf.rtt().min_rtt().map_or(0.0, |d| d.as_millis_f64()),
@@ -142,11 +222,27 @@ pub fn build(
             }
         })
         .collect();
+    let flows: Vec<FlowSummary> = if cfg.flows.is_empty() {
+        Vec::new()
+    } else {
+        conns
+            .iter()
+            .enumerate()
+            .map(|(k, c)| flow_summary(cfg, k, c, run_end))
+            .collect()
+    };
+    let mean_flow_goodput_mbps = (!flows.is_empty())
+        .then(|| flows.iter().map(|f| f.goodput_mbps).sum::<f64>() / flows.len() as f64);
+    let (mean_flow_completion_s, unfinished_flows) = if flows.is_empty() {
+        (None, None)
+    } else {
+        let done: Vec<f64> = flows.iter().filter_map(|f| f.completion_s).collect();
+        let files = flows.iter().filter(|f| f.size_bytes.is_some()).count();
+        let mean = (!done.is_empty()).then(|| done.iter().sum::<f64>() / done.len() as f64);
+        (mean, Some((files - done.len()) as u64))
+    };
     Summary {
-        protocol: match cfg.protocol {
-            Protocol::Mptcp => "mptcp",
-            Protocol::Tcp => "tcp",
-        },
+        protocol: protocol_name(cfg.protocol),
         scheduler: if cfg.protocol == Protocol::Mptcp {
             cfg.scheduler.clone()
         } else {
@@ -184,5 +280,9 @@ pub fn build(
         events,
         wall_s,
         subflows,
+        flows,
+        mean_flow_completion_s,
+        mean_flow_goodput_mbps,
+        unfinished_flows,
     }
 }

@@ -11,7 +11,7 @@
 //! - `scheduler`: values a scheduler records (e.g. the STMS gap).
 
 use mpsched_core::conn::{Receiver, Sender};
-use mpsched_core::link::Link;
+use mpsched_core::link::{HasWireLen, Link};
 use mpsched_core::sched::SchedSample;
 use mpsched_core::trace::{AckTrace, BurstTrace, DeliveryTrace, SentTrace};
 use mpsched_core::Time;
@@ -105,7 +105,13 @@ impl Tracer {
     }
 
     /// Reads the state of every subflow and of the connection.
-    pub fn sample(&mut self, now: Time, server: &Sender, client: &Receiver, links: &[Link]) {
+    pub fn sample<P: HasWireLen>(
+        &mut self,
+        now: Time,
+        server: &Sender,
+        client: &Receiver,
+        links: &[Link<P>],
+    ) {
         let s = &mut self.subflows;
         for (i, sf) in server.subflows().iter().enumerate() {
             s.t_ns.push(now.as_nanos());

@@ -1,0 +1,177 @@
+"""Competing flows (``[[flow]]``): parsing, size distributions, the run's per-flow numbers and
+the sweep's ``flows.parquet``."""
+
+from __future__ import annotations
+
+import random
+import statistics
+from pathlib import Path
+
+import pytest
+
+import mpsched
+from mpsched import ScenarioError, load, to_native
+from mpsched import sweep as sweep_mod
+from mpsched.scenario import draw_size
+
+SHARED = """
+duration = "10s"
+seed = 4
+
+[connection]
+protocol = "mptcp"
+scheduler = "default"
+paths = ["wifi", "lte"]
+
+[workload]
+kind = "file"
+size = "57KB"
+size_dist = "pareto"
+
+[[path]]
+name = "wifi"
+rate = "30Mbps"
+rtt = "20ms"
+queue = "50ms"
+
+[[path]]
+name = "lte"
+rate = "30Mbps"
+rtt = "100ms"
+queue = "100ms"
+
+[[path]]
+name = "dsl"
+rate = "10Mbps"
+rtt = "30ms"
+
+[[flow]]
+count = 5
+interval = "100ms"
+size = "57KB"
+size_dist = "pareto"
+
+[[flow]]
+protocol = "tcp"
+paths = ["dsl"]
+start = "1s"
+"""
+
+
+def error(text: str, overrides: dict[str, object] | None = None) -> str:
+    with pytest.raises(ScenarioError) as info:
+        load(text, overrides)
+    return str(info.value)
+
+
+def test_flows_normalize_to_one_connection_each() -> None:
+    native = to_native(load(SHARED))
+    # The main connection's paths first, then the one only a flow uses.
+    assert [p["name"] for p in native["paths"]] == ["wifi", "lte", "dsl"]
+    assert native["main_paths"] == 2
+    flows = native["flows"]
+    assert len(flows) == 6
+    assert [f["start_ns"] for f in flows[:5]] == [i * 100_000_000 for i in range(5)]
+    assert all(f["protocol"] == "mptcp" and f["paths"] == [0, 1] for f in flows[:5])
+    assert all(f["scheduler"] == "default" for f in flows[:5])
+    assert flows[5] == {
+        "start_ns": 1_000_000_000,
+        "protocol": "tcp",
+        "scheduler": "minrtt",
+        "scheduler_params": {},
+        "congestion": "cubic",
+        "size_bytes": None,
+        "paths": [2],
+    }
+    # Sizes come from the seed: the same seed draws the same files, another seed others.
+    sizes = [native["workload"]["size_bytes"]] + [f["size_bytes"] for f in flows[:5]]
+    assert sizes == [
+        native["workload"]["size_bytes"],
+        *(f["size_bytes"] for f in to_native(load(SHARED))["flows"][:5]),
+    ]
+    other = to_native(load(SHARED, {"seed": 5}))
+    assert [f["size_bytes"] for f in other["flows"][:5]] != sizes[1:]
+
+
+def test_without_flows_the_native_scenario_is_unchanged() -> None:
+    text = SHARED.split("[[flow]]")[0]
+    native = to_native(load(text))
+    assert "flows" not in native and "main_paths" not in native
+    assert [p["name"] for p in native["paths"]] == ["wifi", "lte"]
+    # count = 0 (a sweep's "no competing flow") is the same scenario.
+    zero = to_native(load(SHARED, {"flow.0.count": 0, "flow.1.count": 0}))
+    assert zero == native
+
+
+def test_pareto_sizes_have_the_asked_mean_and_median() -> None:
+    # Shape 3 has a finite variance, so the sample mean settles; the median of a Pareto
+    # distribution of scale x_m is x_m * 2^(1/shape).
+    rng = random.Random(1)
+    sizes = [draw_size(rng, 57_000, 3.0) for _ in range(40_000)]
+    assert statistics.fmean(sizes) == pytest.approx(57_000, rel=0.02)
+    scale = 57_000 * 2 / 3
+    assert statistics.median(sizes) == pytest.approx(scale * 2 ** (1 / 3), rel=0.02)
+    assert min(sizes) >= scale - 1
+
+
+@pytest.mark.parametrize(
+    ("overrides", "start"),
+    [
+        ({"flow.1.paths": ["wifi", "lte"]}, "flow[1].paths: a TCP flow uses exactly one path"),
+        ({"flow.1.paths": ["5g"]}, "flow[1].paths[0]: unknown path '5g'"),
+        ({"flow.0.count": -1}, "flow[0].count"),
+        ({"flow.0.pareto_shape": 1}, "flow[0].pareto_shape"),
+        ({"flow.0.interval": "3s"}, "flow[0].start: its last flow would start at 12s"),
+        ({"flow.0.scheduler": "nope"}, "flow[0].scheduler: unknown scheduler 'nope'"),
+        ({"flow.0.scheduler": "mod:Cls"}, "flow[0].scheduler: competing flows need a built-in"),
+        ({"flow.2.count": 1}, "--set flow.2.count: no flow '2'"),
+        ({"flow.0.colour": 1}, "--set flow.0.colour: unknown key"),
+        ({"workload.kind": "bulk", "workload.size": None}, "workload.size_dist"),
+    ],
+)
+def test_bad_flows_name_the_field(overrides: dict[str, object], start: str) -> None:
+    with pytest.raises(ScenarioError) as info:
+        load(SHARED, overrides, label="--set")
+    assert str(info.value).startswith(start), str(info.value)
+
+
+def test_a_run_reports_every_flow() -> None:
+    result = mpsched.run(SHARED, trace=False)
+    s = result.summary
+    flows = result.flows
+    assert list(flows.index) == list(range(7))
+    assert flows.loc[6, "paths"] == ["dsl"]
+    done = flows["completion_s"].dropna()
+    # Six files (the main one and five flows) finish; the TCP flow is a bulk transfer.
+    assert len(done) == 6 and s["unfinished_flows"] == 0
+    assert s["mean_flow_completion_s"] == pytest.approx(done.mean())
+    assert s["mean_flow_goodput_mbps"] == pytest.approx(flows["goodput_mbps"].mean())
+    # The main connection's summary is its own; the run ended with the last file.
+    assert s["completion_s"] == pytest.approx(flows.loc[0, "completion_s"])
+    assert flows["start_s"].max() + flows["completion_s"].max() < 10
+
+
+def test_a_sweep_writes_the_flows_table(tmp_path: Path) -> None:
+    scenario = tmp_path / "shared.toml"
+    scenario.write_text(SHARED)
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text(
+        f"""
+[sweep]
+title = "flows"
+scenario = "{scenario}"
+repetitions = 2
+
+[[sweep.group]]
+name = "sched"
+grid = {{ "connection.scheduler" = ["default", "mptcp-sf"] }}
+"""
+    )
+    result = sweep_mod.run_sweep(sweep, tmp_path / "out", jobs=1)
+    flows = result.flows
+    assert len(flows) == 2 * 2 * 7
+    assert set(flows["flow"]) == set(range(7))
+    assert flows["paths"].iloc[-1] == "dsl"
+    results = result.results
+    assert results["mean_flow_completion_s"].notna().all()
+    assert (results["unfinished_flows"] == 0).all()
