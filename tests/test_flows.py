@@ -175,3 +175,13 @@ grid = {{ "connection.scheduler" = ["default", "mptcp-sf"] }}
     results = result.results
     assert results["mean_flow_completion_s"].notna().all()
     assert (results["unfinished_flows"] == 0).all()
+
+
+def test_the_testbed_refuses_what_only_the_simulator_has() -> None:
+    from mpsched.emulate import check_kernel_support
+
+    with pytest.raises(ScenarioError, match=r"^flow: the testbed runs the main connection only"):
+        check_kernel_support(to_native(load(SHARED)), None)
+    classic = to_native(load(SHARED.split("[[flow]]")[0], {"connection.loss_recovery": "classic"}))
+    with pytest.raises(ScenarioError, match=r"^connection.loss_recovery: the kernel"):
+        check_kernel_support(classic, None)

@@ -31,6 +31,7 @@ STMS_NATIVE: dict[str, Any] = {
     "rcvbuf_autotune": True,
     "window_ratio": None,
     "stack": "upstream",
+    "loss_recovery": "linux",
     "workload": {"kind": "bulk"},
     "paths": [
         {

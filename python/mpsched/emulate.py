@@ -703,6 +703,10 @@ def summarize(
         "bytes_delivered": delivered,
         "duration_s": end,
         "completion_s": completion,
+        # One connection: its own completion and goodput (the simulator's per-flow means).
+        "mean_flow_completion_s": completion,
+        "mean_flow_goodput_mbps": delivered * 8 / end / 1e6,
+        "unfinished_flows": int(config["workload"]["kind"] == "file" and completion is None),
         "ooo_delay_ms": None,
         "data_ack_step_segments": None,
         "opportunistic_retransmits": None,
@@ -763,6 +767,16 @@ def _opt_sum(counters: Mapping[str, int], *keys: str) -> int | None:
 
 def check_kernel_support(config: Mapping[str, Any], kernel_scheduler: str | None) -> str:
     """The kernel scheduler to use; ``ScenarioError`` for what the kernel lacks."""
+    if config.get("flows"):
+        raise ScenarioError(
+            "flow: the testbed runs the main connection only; competing flows ([[flow]]) "
+            "are simulated, not emulated"
+        )
+    if config.get("loss_recovery", "linux") != "linux":
+        raise ScenarioError(
+            "connection.loss_recovery: the kernel recovers losses as Linux does; "
+            "'classic' exists only in the simulator"
+        )
     congestion = config["congestion"]
     if congestion not in KERNEL_CONGESTION:
         raise ScenarioError(

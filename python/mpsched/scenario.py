@@ -57,6 +57,7 @@ Source = str | os.PathLike[str] | Mapping[str, Any] | None
 PROTOCOLS = ("mptcp", "tcp")
 CONGESTION_CONTROLS = ("reno", "cubic", "lia", "olia")
 STACKS = ("upstream", "out-of-tree")
+LOSS_RECOVERIES = ("linux", "classic")
 WORKLOAD_KINDS = ("bulk", "file")
 SIZE_DISTS = ("fixed", "pareto")
 #: Competing connections a scenario may hold (each is a pair of sockets in the simulator).
@@ -211,6 +212,7 @@ class Connection(_Model):
     rcvbuf_autotune: Flag = True
     window_ratio: OptionalRatio = None
     stack: Annotated[Literal["upstream", "out-of-tree"], _choice(STACKS)] = "upstream"
+    loss_recovery: Annotated[Literal["linux", "classic"], _choice(LOSS_RECOVERIES)] = "linux"
     paths: list[Name] | None = None
     scheduler_params: dict[str, Param] = Field(default_factory=dict)
 
@@ -832,6 +834,7 @@ def to_native(scenario: Scenario) -> dict[str, Any]:
         "rcvbuf_autotune": connection.rcvbuf_autotune,
         "window_ratio": connection.window_ratio,
         "stack": connection.stack,
+        "loss_recovery": connection.loss_recovery,
         "workload": workload,
         "paths": native_paths,
         **extra,

@@ -10,7 +10,8 @@ interrupted sweep loses only the runs in progress, and ``resume=True`` skips the
 there. When the sweep ends (or is interrupted) the journal becomes two Parquet tables:
 
 - ``DIR/results.parquet``: one row per run: ``group``, ``point``, ``rep``, ``key``, the swept
-  values as written (``set.KEY``), the normalized scenario (``scheduler``, ``congestion``,
+  values as written (``set.KEY``), the normalized scenario (``scheduler``, ``tcp`` for plain
+  TCP, ``congestion``,
   ``seed``, ``duration_ns``, ``rcvbuf_bytes``, and per path ``path.NAME.rate_bps``,
   ``.delay_down_ns``, ``.delay_up_ns``, ``.loss``, ``.queue``) and the summary's numbers
   (``goodput_mbps``, ``completion_s``, ``ooo_delay_ms.mean``, ..., ``aggregation_benefit``
@@ -319,6 +320,9 @@ def _scenario_columns(config: Mapping[str, Any]) -> dict[str, Any]:
             "rcvbuf_bytes",
         )
     }
+    if row["protocol"] == "tcp":
+        # Plain TCP has no MPTCP scheduler: in tables by scheduler it is a column of its own.
+        row["scheduler"] = "tcp"
     for p in config.get("paths", []):
         pre = f"path.{p['name']}."
         row[pre + "rate_bps"] = p["down"]["rate_bps"]

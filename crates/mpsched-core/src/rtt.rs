@@ -10,6 +10,9 @@ use crate::time::{Dur, Time};
 pub const INITIAL_RTO: Dur = Dur::from_secs(1);
 /// Linux `TCP_RTO_MIN`.
 pub const RTO_MIN: Dur = Dur::from_millis(200);
+/// RFC 6298 (2.4): "whenever RTO is computed, if it is less than 1 second, then the RTO
+/// should be rounded up to 1 second" (`LossRecovery::Classic`; ns-3's `MinRto`).
+pub const RFC_RTO_MIN: Dur = Dur::from_secs(1);
 /// RFC 6298 (2.5) allows a maximum of at least 60 s; Linux's `TCP_RTO_MAX` is 120 s.
 pub const RTO_MAX: Dur = Dur::from_secs(120);
 
@@ -21,6 +24,8 @@ pub struct RttEstimator {
     latest: Dur,
     /// Exponential backoff exponent (RFC 6298 5.5).
     backoff: u32,
+    /// RFC 6298's letter: the RTO itself is at least 1 s (else Linux's variance floor).
+    rfc_floor: bool,
 }
 
 impl Default for RttEstimator {
@@ -37,7 +42,14 @@ impl RttEstimator {
             min_rtt: None,
             latest: Dur::ZERO,
             backoff: 0,
+            rfc_floor: false,
         }
+    }
+
+    /// RTO = max(SRTT + 4 RTTVAR, 1 s), RFC 6298 (2.4), instead of Linux's
+    /// SRTT + max(4 RTTVAR, 200 ms).
+    pub fn use_rfc_floor(&mut self) {
+        self.rfc_floor = true;
     }
 
     /// Takes one RTT measurement.
@@ -80,6 +92,7 @@ impl RttEstimator {
     pub fn rto(&self) -> Dur {
         let base = match self.srtt {
             None => INITIAL_RTO,
+            Some(srtt) if self.rfc_floor => (srtt + self.rttvar * 4).max(RFC_RTO_MIN),
             Some(srtt) => srtt + (self.rttvar * 4).max(RTO_MIN),
         };
         (base * (1u64 << self.backoff)).min(RTO_MAX)

@@ -89,6 +89,7 @@ fn sender(scheduler: &str) -> Sender {
             initial_rwnd: Bytes(64 << 20),
             total: None,
             subflows: vec![sf(20), sf(100)],
+            loss_recovery: Default::default(),
             trace: false,
         },
         CcKind::Cubic.build(),

@@ -43,6 +43,7 @@ pub fn scenario(paths: Vec<PathConfig>, scheduler: &str, duration_ns: u64) -> Co
         rcvbuf_autotune: true,
         window_ratio: None,
         stack: StackName::Upstream,
+        loss_recovery: Default::default(),
         workload: Workload::Bulk,
         paths,
         main_paths: None,

@@ -39,6 +39,9 @@ pub struct Config {
     /// The receiving kernel's MPTCP: "upstream" (Linux 5.6+) or "out-of-tree" (v0.9x).
     #[serde(default)]
     pub stack: StackName,
+    /// How TCP finds losses, on every connection.
+    #[serde(default)]
+    pub loss_recovery: RecoveryName,
     pub workload: Workload,
     pub paths: Vec<PathConfig>,
     /// How many of `paths`, from the first, the main connection uses (all when absent); the
@@ -89,6 +92,23 @@ impl StackName {
         match self {
             StackName::Upstream => mpsched_core::conn::Stack::Upstream,
             StackName::OutOfTree => mpsched_core::conn::Stack::OutOfTree,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RecoveryName {
+    #[default]
+    Linux,
+    Classic,
+}
+
+impl RecoveryName {
+    pub fn recovery(self) -> mpsched_core::subflow::tx::LossRecovery {
+        match self {
+            RecoveryName::Linux => mpsched_core::subflow::tx::LossRecovery::Linux,
+            RecoveryName::Classic => mpsched_core::subflow::tx::LossRecovery::Classic,
         }
     }
 }

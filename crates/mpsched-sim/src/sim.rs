@@ -304,6 +304,7 @@ impl Simulation {
                 initial_rwnd: Bytes(client.initial_window()),
                 total: spec.total,
                 subflows,
+                loss_recovery: cfg.loss_recovery.recovery(),
                 trace,
             },
             spec.cc.build(),

@@ -81,15 +81,12 @@ pub struct Summary {
     /// With competing flows: every connection, the main one first.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub flows: Vec<FlowSummary>,
-    /// With competing flows: the mean completion time (from SYN to last byte) of the
-    /// connections that transfer a file and finished it (the papers' "AFT").
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The mean completion time (from SYN to last byte) of the connections (the main one
+    /// and any competing flows) that transfer a file and finished it (paper 004's "AFT").
     pub mean_flow_completion_s: Option<f64>,
-    /// With competing flows: the mean of the connections' `goodput_mbps`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The mean of the connections' goodputs (each over its SYN to its completion or the end).
     pub mean_flow_goodput_mbps: Option<f64>,
-    /// With competing flows: connections with a file that did not finish within the run.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Connections with a file that did not finish within the run.
     pub unfinished_flows: Option<u64>,
 }
 
@@ -222,24 +219,23 @@ pub fn build(
             }
         })
         .collect();
-    let flows: Vec<FlowSummary> = if cfg.flows.is_empty() {
+    // Every connection, the main one first; listed in the summary only with competing flows.
+    let all: Vec<FlowSummary> = conns
+        .iter()
+        .enumerate()
+        .map(|(k, c)| flow_summary(cfg, k, c, run_end))
+        .collect();
+    let done: Vec<f64> = all.iter().filter_map(|f| f.completion_s).collect();
+    let files = all.iter().filter(|f| f.size_bytes.is_some()).count();
+    let mean_flow_completion_s =
+        (!done.is_empty()).then(|| done.iter().sum::<f64>() / done.len() as f64);
+    let mean_flow_goodput_mbps =
+        Some(all.iter().map(|f| f.goodput_mbps).sum::<f64>() / all.len() as f64);
+    let unfinished_flows = Some((files - done.len()) as u64);
+    let flows = if cfg.flows.is_empty() {
         Vec::new()
     } else {
-        conns
-            .iter()
-            .enumerate()
-            .map(|(k, c)| flow_summary(cfg, k, c, run_end))
-            .collect()
-    };
-    let mean_flow_goodput_mbps = (!flows.is_empty())
-        .then(|| flows.iter().map(|f| f.goodput_mbps).sum::<f64>() / flows.len() as f64);
-    let (mean_flow_completion_s, unfinished_flows) = if flows.is_empty() {
-        (None, None)
-    } else {
-        let done: Vec<f64> = flows.iter().filter_map(|f| f.completion_s).collect();
-        let files = flows.iter().filter(|f| f.size_bytes.is_some()).count();
-        let mean = (!done.is_empty()).then(|| done.iter().sum::<f64>() / done.len() as f64);
-        (mean, Some((files - done.len()) as u64))
+        all
     };
     Summary {
         protocol: protocol_name(cfg.protocol),

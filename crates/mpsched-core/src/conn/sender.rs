@@ -24,7 +24,7 @@ use crate::conn::stats::Histogram;
 use crate::conn::Stack;
 use crate::packet::{Ack, DataSeg, Packet, Payload};
 use crate::sched::{Decision, Reason, SchedCtx, SchedSample, Scheduler, SubflowSet, SubflowView};
-use crate::subflow::tx::SubflowTx;
+use crate::subflow::tx::{LossRecovery, SubflowTx};
 use crate::time::{Dur, Time};
 use crate::trace::{AckTrace, BurstTrace, SentTrace};
 use crate::units::{wire, Bytes};
@@ -56,6 +56,8 @@ pub struct SenderConfig {
     /// Bytes to send in all; `None` is an endless bulk transfer.
     pub total: Option<Bytes>,
     pub subflows: Vec<SubflowConfig>,
+    /// How every subflow finds its losses.
+    pub loss_recovery: LossRecovery,
     pub trace: bool,
 }
 
@@ -270,6 +272,7 @@ impl Sender {
             .enumerate()
             .map(|(i, sc)| {
                 let mut sf = SubflowTx::new(i as u8, sc.established_at);
+                sf.set_loss_recovery(cfg.loss_recovery);
                 sf.seed_rtt(sc.handshake_rtt);
                 cc.init(i, &mut sf.cc, now);
                 sf.expand_sndbuf(cfg.sndbuf.0);

@@ -63,6 +63,7 @@ pub fn sender_params(scheduler: &str, s: Setup, mut params: SchedParams) -> Send
             initial_rwnd: Bytes(s.rwnd_segments * MSS64),
             total: s.total_bytes.map(Bytes),
             subflows,
+            loss_recovery: Default::default(),
             trace: true,
         },
         CcKind::Reno.build(),

@@ -25,6 +25,11 @@
 //!   restarts from at most the initial window.
 //!
 //! Sequence numbers count segments (one per packet).
+//!
+//! `LossRecovery::Classic` replaces RACK and the probes with what stacks without them do
+//! (RFC 6675's IsLost with DupThresh = 3, no RFC 5827 early retransmit, and RFC 6298's RTO of
+//! at least 1 s; ns-3's TCP until 3.3x): a loss with fewer than three segments after it, as in
+//! a small window, is repaired only by the retransmission timeout.
 
 use crate::cc::{AckSample, CaState, CcState, CongestionControl, INFINITE_SSTHRESH, INITIAL_CWND};
 use crate::packet::{Ack, DataSeg, SackBlock, MAX_SACK_BLOCKS};
@@ -150,8 +155,19 @@ pub struct AckOutcome {
     pub rtt_sample: Option<Dur>,
 }
 
+/// How lost segments are found.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LossRecovery {
+    /// Linux's: RACK, tail loss probes, RTO = SRTT + max(4 RTTVAR, 200 ms).
+    #[default]
+    Linux,
+    /// RFC 6675 DupThresh (3 segments SACKed above a hole), no probes, RTO >= 1 s.
+    Classic,
+}
+
 pub struct SubflowTx {
     pub id: u8,
+    recovery: LossRecovery,
     snd_una: u64,
     snd_nxt: u64,
     segs: VecDeque<TxSeg>,
@@ -212,6 +228,7 @@ impl SubflowTx {
     pub fn new(id: u8, now: Time) -> SubflowTx {
         SubflowTx {
             id,
+            recovery: LossRecovery::Linux,
             snd_una: 0,
             snd_nxt: 0,
             segs: VecDeque::new(),
@@ -248,6 +265,14 @@ impl SubflowTx {
             peer_ts: Time::ZERO,
             sndbuf: 0,
             stats: SubflowTxStats::default(),
+        }
+    }
+
+    /// Chooses how losses are found (before anything is sent).
+    pub fn set_loss_recovery(&mut self, recovery: LossRecovery) {
+        self.recovery = recovery;
+        if recovery == LossRecovery::Classic {
+            self.rtt.use_rfc_floor();
         }
     }
 
@@ -739,6 +764,10 @@ impl SubflowTx {
     /// `tcp_rack_mark_lost`: marks what RACK deems lost; arms the reordering timer for what
     /// it will deem lost if nothing comes meanwhile.
     fn rack_mark_lost(&mut self, now: Time) {
+        if self.recovery == LossRecovery::Classic {
+            self.dupthresh_mark_lost();
+            return;
+        }
         if !self.rack.advanced {
             return;
         }
@@ -812,6 +841,22 @@ impl SubflowTx {
         wait
     }
 
+    /// RFC 6675 IsLost: a segment not SACKed with at least DupThresh SACKed segments above it
+    /// is lost (a retransmission is not judged again: if it is lost, the RTO finds it).
+    fn dupthresh_mark_lost(&mut self) {
+        let mut sacked_above = self.sacked_out;
+        let mut seq = self.snd_una;
+        while seq < self.snd_nxt && sacked_above >= DUP_THRESH {
+            let s = self.segs[(seq - self.snd_una) as usize];
+            if s.sacked {
+                sacked_above -= 1;
+            } else if !s.lost && !s.ever_retrans {
+                self.mark_seg_lost(seq);
+            }
+            seq += 1;
+        }
+    }
+
     /// `tcp_mark_skb_lost`: a retransmission deemed lost no longer counts as in flight.
     fn mark_seg_lost(&mut self, seq: u64) {
         let s = &mut self.segs[(seq - self.snd_una) as usize];
@@ -845,7 +890,10 @@ impl SubflowTx {
     /// 2 srtt (plus a delayed ACK's 200 ms with one segment out), no later than the RTO.
     fn schedule_tlp(&mut self, now: Time, advancing_rto: bool) {
         self.tlp_scheduled = now;
-        if self.packets_out() == 0 || self.ca_state != CaState::Open {
+        if self.packets_out() == 0
+            || self.ca_state != CaState::Open
+            || self.recovery == LossRecovery::Classic
+        {
             self.tlp_at = None;
             return;
         }
@@ -1315,6 +1363,49 @@ mod tests {
         sf.on_ack(ms(502), &ack(10, &[]), &mut cc, &[]);
         assert_eq!(sf.ca_state(), CaState::Open);
         assert_eq!(sf.stats.rtos, 0);
+    }
+
+    fn sent_classic(n: u64) -> (SubflowTx, Reno) {
+        let mut cc = Reno;
+        let mut sf = SubflowTx::new(0, Time::ZERO);
+        sf.set_loss_recovery(LossRecovery::Classic);
+        for i in 0..n {
+            sf.transmit_new(Time::ZERO, i, 1448, &mut cc);
+        }
+        (sf, cc)
+    }
+
+    #[test]
+    fn classic_recovery_needs_three_sacks_above_a_hole() {
+        // RFC 6675 IsLost: one or two SACKed segments above a hole are reordering for all
+        // DupThresh knows (no RACK timer); the third makes it a loss.
+        let (mut sf, mut cc) = sent_classic(5);
+        sf.cwnd_validate(true);
+        sf.on_ack(ms(100), &ack(0, &[(1, 3)]), &mut cc, &[]);
+        assert_eq!(sf.ca_state(), CaState::Open);
+        assert_eq!(
+            (sf.next_retransmit(), sf.reo_at(), sf.tlp_at()),
+            (None, None, None)
+        );
+        sf.on_ack(ms(101), &ack(0, &[(1, 4)]), &mut cc, &[]);
+        assert_eq!(sf.ca_state(), CaState::Recovery);
+        assert_eq!(sf.next_retransmit(), Some(0));
+    }
+
+    #[test]
+    fn classic_recovery_repairs_a_tail_loss_only_with_a_one_second_timeout() {
+        // The same tail loss the probe repairs in 2 RTTs under Linux's recovery: here no
+        // probe is armed, and the RTO is max(SRTT + 4 RTTVAR, 1 s) = 1 s after the ACK
+        // (SRTT 100 ms, RTTVAR 50 ms), not SRTT + max(4 RTTVAR, 200 ms) = 300 ms.
+        let (mut sf, mut cc) = sent_classic(10);
+        sf.cwnd_validate(true);
+        sf.on_ack(ms(100), &ack(8, &[]), &mut cc, &[]);
+        assert_eq!(sf.tlp_at(), None);
+        assert_eq!(sf.rto_at(), Some(ms(1100)));
+        sf.on_rto(ms(1100), &mut cc, &[]);
+        assert_eq!(sf.stats.rtos, 1);
+        assert_eq!(sf.cwnd(), 1);
+        assert_eq!(sf.next_retransmit(), Some(8));
     }
 
     #[test]
