@@ -350,3 +350,22 @@ def test_the_paper003_sweep_varies_the_router_and_receive_buffers() -> None:
         sc = mpsched.load(sweep.base, p.overrides)
         assert [x.name for x in sc.path] == ["eth", "usb"]
         assert sc.connection.congestion == "lia" and sc.connection.stack == "out-of-tree"
+
+
+def test_the_paper004_sweep_covers_figs_4_5_7_and_8() -> None:
+    sweep = load_sweep(ROOT / "experiments" / "paper004-flows.toml")
+    groups = {p.group for p in sweep.points}
+    assert groups == {"fig5a", "fig5b", "fig7", "fig4", "fig8"}
+    assert sweep.repetitions == 10
+    for p in sweep.points:
+        sc = mpsched.load(sweep.base, p.overrides)
+        assert len(sc.path) == 8
+        # The main connection and 29 competing flows, except in Fig. 8's count sweep.
+        if p.group != "fig8":
+            assert sc.flow[0].count == 29
+        native = mpsched.to_native(sc)
+        assert native["loss_recovery"] in ("linux", "classic")
+    fig5b = [p for p in sweep.points if p.group == "fig5b"]
+    sc = mpsched.load(sweep.base, fig5b[0].overrides)
+    assert {p.rate for p in sc.path} == {10_000_000}
+    assert min(p.delays()[1] for p in sc.path) == 100_000_000
