@@ -3,6 +3,7 @@ the sweep's ``flows.parquet``."""
 
 from __future__ import annotations
 
+import itertools
 import random
 import statistics
 from pathlib import Path
@@ -176,6 +177,21 @@ grid = {{ "connection.scheduler" = ["default", "mptcp-sf"] }}
     assert results["mean_flow_completion_s"].notna().all()
     assert (results["unfinished_flows"] == 0).all()
 
+    # A table of the flows by size class pools the flows of a cell's runs.
+    from mpsched.table import sweep_table
+
+    table = sweep_table(
+        tmp_path / "out", "flows:completion_s", ["size_class"], size_classes=(60_000,)
+    )
+    assert table.rows == [("<60KB",), (">=60KB",)]
+    merged = flows.merge(results[["key", "scheduler"]], on="key")
+    small = merged[(merged["size_bytes"] < 60_000) & (merged["scheduler"] == "mptcp-sf")]
+    assert table.cells[(("<60KB",), "mptcp-sf")] == pytest.approx(small["completion_s"].mean())
+    # The TCP bulk flow has no completion time: no row for it.
+    assert (("bulk",), "default") not in table.cells
+    rates = sweep_table(tmp_path / "out", "flows:goodput_mbps", ["size_class"])
+    assert ("bulk",) in rates.rows
+
 
 def test_the_testbed_refuses_what_only_the_simulator_has() -> None:
     from mpsched.emulate import check_kernel_support
@@ -185,3 +201,15 @@ def test_the_testbed_refuses_what_only_the_simulator_has() -> None:
     classic = to_native(load(SHARED.split("[[flow]]")[0], {"connection.loss_recovery": "classic"}))
     with pytest.raises(ScenarioError, match=r"^connection.loss_recovery: the kernel"):
         check_kernel_support(classic, None)
+
+
+def test_poisson_starts_have_exponential_gaps_of_the_mean_interval() -> None:
+    text = SHARED + "\n[[flow]]\ncount = 2000\nstart_dist = 'poisson'\ninterval = '5ms'\n"
+    flows = to_native(load(text))["flows"][6:]
+    starts = [f["start_ns"] for f in flows]
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
+    assert starts[0] == 0 and min(gaps) >= 0
+    assert statistics.fmean(gaps) == pytest.approx(5e6, rel=0.06)
+    # Exponential: the median gap is ln 2 of the mean.
+    assert statistics.median(gaps) == pytest.approx(5e6 * 0.693, rel=0.08)
+    assert "flow[2].interval" in error(text, {"flow.2.interval": "0s"})

@@ -369,3 +369,14 @@ def test_the_paper004_sweep_covers_figs_4_5_7_and_8() -> None:
     sc = mpsched.load(sweep.base, fig5b[0].overrides)
     assert {p.rate for p in sc.path} == {10_000_000}
     assert min(p.delays()[1] for p in sc.path) == 100_000_000
+
+
+def test_the_paper004_wireless_sweep_is_wlan_and_lte_with_poisson_arrivals() -> None:
+    sweep = load_sweep(ROOT / "experiments" / "paper004-wireless.toml")
+    assert len(sweep.points) == 2 * 4 and sweep.repetitions == 20
+    sc = mpsched.load(sweep.base, sweep.points[0].overrides)
+    assert [(p.name, p.rate) for p in sc.path] == [("wlan", 6_000_000), ("lte", 36_700_000)]
+    assert sc.workload.size == 15_000_000
+    native = mpsched.to_native(sc)
+    starts = [f["start_ns"] for f in native["flows"]]
+    assert len(starts) == 29 and starts == sorted(starts) and len(set(starts)) == 29

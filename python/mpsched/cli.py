@@ -512,8 +512,8 @@ def compare_command(run_dirs: tuple[Path, ...], out: Path, labels: tuple[str, ..
     default="goodput_mbps",
     show_default=True,
     metavar="METRIC",
-    help="A column of DIR/results.parquet, or SUBFLOW:COLUMN of DIR/subflows.parquet "
-    "(e.g. wifi:goodput_mbps).",
+    help="A column of DIR/results.parquet, SUBFLOW:COLUMN of DIR/subflows.parquet "
+    "(e.g. wifi:goodput_mbps), or flows:COLUMN of DIR/flows.parquet (flows:completion_s).",
 )
 @click.option(
     "--rows",
@@ -536,6 +536,13 @@ def compare_command(run_dirs: tuple[Path, ...], out: Path, labels: tuple[str, ..
     metavar="STAT",
     help="Over the runs of a cell: mean, median, min, max or pN (a percentile, e.g. p25).",
 )
+@click.option(
+    "--size-classes",
+    default="100KB,400KB",
+    show_default=True,
+    metavar="SIZES",
+    help="With --value flows:COLUMN, the bounds of the factor size_class (paper 004's S1-S3).",
+)
 @click.option("--digits", default=1, show_default=True, type=click.IntRange(0, 6))
 @click.option("--csv", "as_csv", is_flag=True, help="CSV instead of a Markdown table.")
 def table_command(
@@ -546,15 +553,21 @@ def table_command(
     group: str | None,
     ratio_to: str | None,
     stat: str,
+    size_classes: str,
     digits: int,
     as_csv: bool,
 ) -> None:
     """Print one metric of the sweep in DIR (`mpsched sweep --out DIR`) as a table: its mean (or
     --stat) over the runs of each cell, by factor."""
     from .table import sweep_table
+    from .units import parse_size
 
     row_keys = [r.strip() for r in rows.split(",") if r.strip()] if rows else None
-    table = sweep_table(sweep_dir, value, row_keys, cols, group, ratio_to, stat)
+    try:
+        bounds = tuple(parse_size(b.strip()) for b in size_classes.split(",") if b.strip())
+    except ValueError as exc:
+        raise ScenarioError(f"--size-classes: {exc}") from None
+    table = sweep_table(sweep_dir, value, row_keys, cols, group, ratio_to, stat, bounds)
     click.echo(table.csv(digits) if as_csv else table.markdown(digits))
 
 

@@ -60,6 +60,7 @@ STACKS = ("upstream", "out-of-tree")
 LOSS_RECOVERIES = ("linux", "classic")
 WORKLOAD_KINDS = ("bulk", "file")
 SIZE_DISTS = ("fixed", "pareto")
+START_DISTS = ("fixed", "poisson")
 #: Competing connections a scenario may hold (each is a pair of sockets in the simulator).
 MAX_FLOWS = 10_000
 
@@ -234,7 +235,9 @@ class FlowSpec(_Model):
     """One ``[[flow]]`` table: ``count`` competing connections alike, sharing the paths
     (``count = 0``: none, for sweeps over the number of flows).
 
-    The i-th of them (from 0) sends its SYN at ``start + i * interval``. Unset, ``protocol``,
+    The i-th of them (from 0) sends its SYN at ``start + i * interval``; with
+    ``start_dist = "poisson"`` the gaps between starts are drawn instead, exponentially
+    distributed with mean ``interval`` (the first at ``start``). Unset, ``protocol``,
     ``scheduler``, ``scheduler_params`` and ``congestion`` are the main connection's, and
     ``paths`` its paths (the first of them for TCP). Without ``size`` a flow is a bulk
     transfer to the end of the run; ``size_dist`` and ``pareto_shape`` are as in
@@ -244,6 +247,7 @@ class FlowSpec(_Model):
     count: Count = 1
     start: NonNegativeDuration = "0s"  # type: ignore[assignment]
     interval: NonNegativeDuration = "0s"  # type: ignore[assignment]
+    start_dist: Annotated[Literal["fixed", "poisson"], _choice(START_DISTS)] = "fixed"
     protocol: Annotated[Literal["mptcp", "tcp"] | None, _choice(PROTOCOLS, optional=True)] = None
     scheduler: NonEmptyString | None = None
     scheduler_params: dict[str, Param] | None = None
@@ -437,7 +441,11 @@ def _check_flow(
             )
     if flow.size is None and flow.size_dist != "fixed":
         raise ValueError(f"{where}.size_dist: a bulk flow (no size) has no size to draw")
+    if flow.start_dist == "poisson" and flow.interval == 0:
+        raise ValueError(f"{where}.interval: the mean gap of Poisson arrivals must be > 0")
     last = flow.start + max(flow.count - 1, 0) * flow.interval
+    if flow.start_dist == "poisson":
+        last = flow.start  # the others start when they are drawn to
     if last >= scenario.duration:
         raise ValueError(
             f"{where}.start: its last flow would start at {format_duration(last)}, "
@@ -778,13 +786,19 @@ def _flows(scenario: Scenario, rng: random.Random, paths: list[str]) -> list[dic
             if flow.scheduler_params is not None
             else (connection.scheduler_params if flow.scheduler is None else {})
         )
+        start = flow.start
         for i in range(flow.count):
             size = flow.size
             if size is not None and flow.size_dist == "pareto":
                 size = draw_size(rng, size, flow.pareto_shape)
+            if flow.start_dist == "poisson":
+                if i > 0:
+                    start += round(rng.expovariate(1.0 / flow.interval))
+            else:
+                start = flow.start + i * flow.interval
             out.append(
                 {
-                    "start_ns": flow.start + i * flow.interval,
+                    "start_ns": start,
                     "protocol": protocol,
                     "scheduler": scheduler if protocol == "mptcp" else "minrtt",
                     "scheduler_params": dict(params) if protocol == "mptcp" else {},

@@ -2,14 +2,18 @@
 another statistic) over the runs of each cell (``mpsched table DIR``).
 
 The metric is a column of ``DIR/results.parquet`` (``goodput_mbps``, ``ooo_delay_ms.mean``,
-``aggregation_benefit``...) or ``SUBFLOW:COLUMN`` of ``DIR/subflows.parquet`` for the subflow
-of that path name (``wifi:goodput_mbps``, ``lte:held_acks``). Factors are the keys a sweep set
-(``path.lte.rtt``, ``connection.stack``) and the run's own columns (``scheduler``, ``group``,
-``protocol``). Rows and columns keep the order in which the sweep ran them.
+``aggregation_benefit``...), ``SUBFLOW:COLUMN`` of ``DIR/subflows.parquet`` for the subflow
+of that path name (``wifi:goodput_mbps``, ``lte:held_acks``), or ``flows:COLUMN`` of
+``DIR/flows.parquet`` (every connection of runs with competing flows: a cell pools the flows
+of its runs; the factor ``size_class`` splits them by size, at ``size_classes``). Factors are
+the keys a sweep set (``path.lte.rtt``, ``connection.stack``) and the run's own columns
+(``scheduler``, ``group``, ``protocol``). Rows and columns keep the order in which the sweep
+ran them.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,12 +75,50 @@ def _column(frame: pd.DataFrame, key: str, option: str) -> str:
     for name in (SET + key, key):
         if name in frame.columns:
             return name
+    if key == SIZE_CLASS:
+        raise ScenarioError(f"{option}: {SIZE_CLASS} needs --value flows:COLUMN")
     factors = [c.removeprefix(SET) for c in frame.columns if c.startswith(SET)]
     known = ", ".join([*factors, "scheduler", "group", "protocol", "congestion"])
     raise ScenarioError(f"{option}: no factor {key!r} in the results (have: {known})")
 
 
-def _load(sweep_dir: Path, value: str) -> tuple[pd.DataFrame, str]:
+#: Paper 004's flow classes: S1 below 100 KB, S2 below 400 KB, S3 above.
+SIZE_CLASSES = (100_000, 400_000)
+SIZE_CLASS = "size_class"
+
+
+def _size_labels(bounds: tuple[int, ...]) -> list[str]:
+    def kb(b: int) -> str:
+        return f"{b / 1e3:g}KB" if b < 1_000_000 else f"{b / 1e6:g}MB"
+
+    edges = [kb(b) for b in bounds]
+    middle = [f"{a}-{b}" for a, b in itertools.pairwise(edges)]
+    return [f"<{edges[0]}", *middle, f">={edges[-1]}"]
+
+
+def _flows(sweep_dir: Path, column: str, bounds: tuple[int, ...]) -> pd.DataFrame:
+    """One row per run and flow: ``key``, ``__value`` and the flow's ``size_class``."""
+    import pandas as pd
+
+    path = sweep_dir / "flows.parquet"
+    if not path.is_file():
+        raise ScenarioError(f"--value: {sweep_dir} has no flows.parquet (no competing flows)")
+    flows = pd.read_parquet(path)
+    if column not in flows.columns or flows[column].dtype.kind not in "fiub":
+        skip = ("key", "group", "point", "paths", "protocol")
+        have = ", ".join(c for c in flows.columns if c not in skip)
+        raise ScenarioError(f"--value: no flow column {column!r} (have: {have})")
+    labels = _size_labels(bounds)
+    size = flows["size_bytes"]
+    cls = pd.cut(size, [0, *bounds, float("inf")], labels=labels, right=False)
+    out = flows[["key"]].assign(__value=flows[column])
+    out[SIZE_CLASS] = cls.astype(str).where(size.notna(), "bulk")
+    return out
+
+
+def _load(
+    sweep_dir: Path, value: str, size_classes: tuple[int, ...] = SIZE_CLASSES
+) -> tuple[pd.DataFrame, str]:
     """The finished runs, with the metric as column ``__value``."""
     import pandas as pd
 
@@ -86,7 +128,9 @@ def _load(sweep_dir: Path, value: str) -> tuple[pd.DataFrame, str]:
     frame = pd.read_parquet(results)
     if "error" in frame.columns:
         frame = frame[frame["error"].isna()]
-    if ":" in value:
+    if value.startswith("flows:"):
+        frame = frame.merge(_flows(sweep_dir, value.split(":", 1)[1], size_classes), on="key")
+    elif ":" in value:
         name, column = value.split(":", 1)
         if not (sweep_dir / "subflows.parquet").is_file():
             raise ScenarioError(f"--value: {sweep_dir} has no subflows.parquet")
@@ -130,6 +174,7 @@ def sweep_table(
     group: str | None = None,
     ratio_to: str | None = None,
     stat: str = "mean",
+    size_classes: tuple[int, ...] = SIZE_CLASSES,
 ) -> Table:
     """``stat`` (default the mean) of ``value`` over the runs of each cell of the sweep in
     ``sweep_dir``, by ``rows`` (default: every factor the sweep varied, except ``cols``) and
@@ -137,7 +182,9 @@ def sweep_table(
     holds every point that shares them (``--rows group --stat p25``: a quartile over a
     design's settings)."""
     aggregate = _statistic(stat)
-    frame, value = _load(Path(sweep_dir), value)
+    if not size_classes or list(size_classes) != sorted(set(size_classes)) or size_classes[0] <= 0:
+        raise ScenarioError("--size-classes: increasing sizes > 0, e.g. 100KB,400KB")
+    frame, value = _load(Path(sweep_dir), value, tuple(size_classes))
     if group is not None:
         groups = list(frame["group"].unique())
         if group not in groups:
@@ -153,7 +200,7 @@ def sweep_table(
         row_cols = [
             c
             for c in frame.columns
-            if (c.startswith(SET) or c == "group")
+            if (c.startswith(SET) or c in ("group", SIZE_CLASS))
             and c not in skip
             and frame[c].astype(str).nunique() > 1
         ]
@@ -169,6 +216,8 @@ def sweep_table(
     for index, mean in means.items():
         parts = index if isinstance(index, tuple) else (index,)
         row, column = tuple(str(p) for p in parts[:-1]), str(parts[-1])
+        if mean != mean:  # NaN: nothing to average (bulk flows have no completion time)
+            continue
         if row not in table_rows:
             table_rows.append(row)
         if column not in table_cols:
@@ -176,7 +225,12 @@ def sweep_table(
         cells[(row, column)] = float(mean)
     # Down the side, by the first factor, then the second...: each in the order its values
     # first appear (the sweep file's order), whatever order the points ran in.
-    order = [{v: i for i, v in enumerate(dict.fromkeys(labels[c]))} for c in row_cols]
+    order = [
+        {v: i for i, v in enumerate([*_size_labels(tuple(size_classes)), "bulk"])}
+        if c == SIZE_CLASS
+        else {v: i for i, v in enumerate(dict.fromkeys(labels[c]))}
+        for c in row_cols
+    ]
     table_rows.sort(key=lambda row: tuple(o[v] for o, v in zip(order, row, strict=True)))
     if ratio_to is not None and ratio_to not in table_cols:
         raise ScenarioError(f"--ratio-to: no column {ratio_to!r} (have: {', '.join(table_cols)})")
