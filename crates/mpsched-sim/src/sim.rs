@@ -93,6 +93,8 @@ pub struct Conn {
     pub drops: Vec<Drops>,
     started: bool,
     done: bool,
+    /// A competing flow before its SYN: built for idle paths, to be built again.
+    syn_pending: bool,
 }
 
 struct ConnSpec {
@@ -187,27 +189,14 @@ impl Simulation {
                 paths: main_paths,
                 syn_at: Time::ZERO,
             },
+            &links,
             trace,
         )];
-        for (k, f) in cfg.flows.iter().enumerate() {
-            let fmptcp = f.protocol == Protocol::Mptcp;
-            let sched = if fmptcp {
-                sched::build(&f.scheduler, &f.sched_params(k)?)?
-            } else {
-                sched::build("minrtt", &sched::SchedParams::new())?
-            };
-            conns.push(Self::connection(
-                &cfg,
-                ConnSpec {
-                    mptcp: fmptcp,
-                    cc: f.cc(),
-                    sched,
-                    total: f.size_bytes.map(Bytes),
-                    paths: f.paths.clone(),
-                    syn_at: Time(f.start_ns),
-                },
-                false,
-            ));
+        for k in 0..cfg.flows.len() {
+            // Built again when its SYN leaves, from the paths as they are then.
+            let mut c = Self::flow(&cfg, k, &links)?;
+            c.syn_pending = true;
+            conns.push(c);
         }
         let files_pending = if conns[0].file {
             conns.iter().filter(|c| c.file).count()
@@ -235,7 +224,8 @@ impl Simulation {
         let n_links = links.len();
         let mut events = EventList::new(FIRST_LINK as usize + n_links + 2 * conns.len());
         for (k, c) in conns.iter().enumerate() {
-            events.schedule(FIRST_LINK + (n_links + 2 * k) as ComponentId, c.start);
+            let first = if c.syn_pending { c.syn_at } else { c.start };
+            events.schedule(FIRST_LINK + (n_links + 2 * k) as ComponentId, first);
         }
         if let Some(c) = changes.first() {
             events.schedule(SCHEDULE, c.at);
@@ -257,18 +247,15 @@ impl Simulation {
     }
 
     /// The sockets of one connection whose client sends its SYN at `spec.syn_at`.
-    fn connection(cfg: &Config, spec: ConnSpec, trace: bool) -> Conn {
+    fn connection(cfg: &Config, spec: ConnSpec, links: &[SimLink], trace: bool) -> Conn {
         let paths = &spec.paths;
-        // Handshake timing from the idle paths.
-        let hs_rtt = |p: usize| {
-            let pc = &cfg.paths[p];
-            Dur(pc.down.delay_ns + pc.up.delay_ns)
-                + Rate::bps(pc.down.rate_bps).tx_time(SYN_BYTES)
-                + Rate::bps(pc.up.rate_bps).tx_time(SYN_BYTES)
+        // Handshake timing from the paths as they are when the SYN leaves: their delays and
+        // rates, and the queues a SYN and a SYN-ACK wait behind (none on idle paths).
+        let one_way = |l: &SimLink| {
+            l.delay() + l.rate().tx_time(SYN_BYTES) + l.rate().tx_time(l.backlog_bytes())
         };
-        let up_delay = |p: usize| {
-            Dur(cfg.paths[p].up.delay_ns) + Rate::bps(cfg.paths[p].up.rate_bps).tx_time(SYN_BYTES)
-        };
+        let hs_rtt = |p: usize| one_way(&links[down(p)]) + one_way(&links[up(p)]);
+        let up_delay = |p: usize| one_way(&links[up(p)]);
         let rtt0 = hs_rtt(paths[0]);
         let start = spec.syn_at + rtt0 + up_delay(paths[0]);
         let subflows = paths
@@ -322,7 +309,28 @@ impl Simulation {
             file: spec.total.is_some(),
             started: false,
             done: false,
+            syn_pending: false,
         }
+    }
+
+    /// Competing flow `k` (`cfg.flows[k]`) as it opens over `links`.
+    fn flow(cfg: &Config, k: usize, links: &[SimLink]) -> Result<Conn, String> {
+        let f = &cfg.flows[k];
+        let mptcp = f.protocol == Protocol::Mptcp;
+        let sched = if mptcp {
+            sched::build(&f.scheduler, &f.sched_params(k)?)?
+        } else {
+            sched::build("minrtt", &sched::SchedParams::new())?
+        };
+        let spec = ConnSpec {
+            mptcp,
+            cc: f.cc(),
+            sched,
+            total: f.size_bytes.map(Bytes),
+            paths: f.paths.clone(),
+            syn_at: Time(f.start_ns),
+        };
+        Ok(Self::connection(cfg, spec, links, false))
     }
 
     /// The main connection.
@@ -402,7 +410,9 @@ impl Simulation {
                 }
                 c if c >= first_conn => {
                     let k = ((c - first_conn) / 2) as usize;
-                    if (c - first_conn).is_multiple_of(2) {
+                    if self.conns[k].syn_pending {
+                        self.open_flow(k, c);
+                    } else if (c - first_conn).is_multiple_of(2) {
                         let conn = &mut self.conns[k];
                         if !conn.started {
                             conn.started = true;
@@ -422,6 +432,14 @@ impl Simulation {
                 break;
             }
         }
+    }
+
+    /// Competing flow `k` sends its SYN: its handshake meets the queues as they are now.
+    fn open_flow(&mut self, k: usize, id: ComponentId) {
+        let mut conn = Self::flow(&self.cfg, k - 1, &self.links).expect("validated");
+        conn.syn_pending = false;
+        self.events.schedule(id, conn.start);
+        self.conns[k] = conn;
     }
 
     fn summary(&self, wall_s: f64) -> Summary {

@@ -186,3 +186,28 @@ fn synchronized_initial_windows_cost_classic_tcp_one_second_timeouts() {
     );
     assert!(l < 0.25 && c > 0.5, "AFT linux {l} s, classic {c} s");
 }
+
+#[test]
+fn a_flow_opening_behind_a_standing_queue_waits_for_it_in_its_handshake_too() {
+    // The main connection keeps a window of 150 kB over 10 Mbit/s and 40 ms (a 50 kB BDP):
+    // 100 kB stand in the queue, 80 ms. A ten-segment file opened on that path at 5 s meets
+    // the queue twice, with its SYN-ACK and with its data: 2 RTT + 2 x 80 ms, not 2 RTT +
+    // 80 ms, as it would if the handshake saw an idle path.
+    let mut c = tcp(
+        vec![path("p", 10 * MBPS, 40 * MS, QueueSpec::Packets(1000), 0.0)],
+        8,
+    );
+    c.rcvbuf_bytes = 150_000;
+    c.rcvbuf_initial_bytes = 150_000;
+    c.rcvbuf_autotune = false;
+    c.window_ratio = Some(1.0);
+    c.flows = vec![tcp_flow(5 * S, Some(10 * 1448), 0)];
+    let s = run(c);
+    let fct = s.flows[1].completion_s.unwrap();
+    let queue = (150_000.0 - 50_000.0) * 8.0 / 10e6 * 1500.0 / 1448.0;
+    let expected = 2.0 * 0.040 + 2.0 * queue;
+    assert!(
+        (fct - expected).abs() < 0.15 * expected,
+        "{fct} s, expected ~{expected} s"
+    );
+}
