@@ -41,12 +41,14 @@ STMS_NATIVE: dict[str, Any] = {
                 "delay_ns": 10_000_000,
                 "loss": 0.0001,
                 "queue": {"time_ns": 50_000_000},
+                "jitter_ns": 0,
             },
             "up": {
                 "rate_bps": 30_000_000,
                 "delay_ns": 10_000_000,
                 "loss": 0.0,
                 "queue": {"time_ns": 50_000_000},
+                "jitter_ns": 0,
             },
             "schedule": [],
         },
@@ -57,12 +59,14 @@ STMS_NATIVE: dict[str, Any] = {
                 "delay_ns": 50_000_000,
                 "loss": 0.0001,
                 "queue": {"time_ns": 500_000_000},
+                "jitter_ns": 0,
             },
             "up": {
                 "rate_bps": 30_000_000,
                 "delay_ns": 50_000_000,
                 "loss": 0.0,
                 "queue": {"time_ns": 500_000_000},
+                "jitter_ns": 0,
             },
             "schedule": [],
         },
@@ -145,6 +149,7 @@ def test_asymmetric_path_and_schedule() -> None:
     [[path.schedule]]
     at = "15s"
     delay_up = "1ms"
+    jitter = "4ms"
     """
     path = to_native(load(text))["paths"][0]
     assert path["down"] == {
@@ -152,23 +157,47 @@ def test_asymmetric_path_and_schedule() -> None:
         "delay_ns": 250_000_000,
         "loss": 0.01,
         "queue": {"bytes": 64_000},
+        "jitter_ns": 0,
     }
     assert path["up"] == {
         "rate_bps": 5_000_000,
         "delay_ns": 50_000_000,
         "loss": 0.001,
         "queue": {"packets": 20},
+        "jitter_ns": 0,
     }
+    nothing = {"jitter_down_ns": None, "jitter_up_ns": None}
     assert path["schedule"] == [
         {
             "at_ns": 5 * 10**9,
             "rate_bps": None,
             "delay_down_ns": 50_500_000,
             "delay_up_ns": 50_500_000,
+            **nothing,
         },
-        {"at_ns": 10 * 10**9, "rate_bps": 10_000_000, "delay_down_ns": None, "delay_up_ns": None},
-        {"at_ns": 15 * 10**9, "rate_bps": None, "delay_down_ns": None, "delay_up_ns": 1_000_000},
+        {
+            "at_ns": 10 * 10**9,
+            "rate_bps": 10_000_000,
+            "delay_down_ns": None,
+            "delay_up_ns": None,
+            **nothing,
+        },
+        {
+            "at_ns": 15 * 10**9,
+            "rate_bps": None,
+            "delay_down_ns": None,
+            "delay_up_ns": 1_000_000,
+            "jitter_down_ns": 4_000_000,
+            "jitter_up_ns": None,
+        },
     ]
+
+
+def test_jitter_of_each_direction() -> None:
+    text = MINIMAL + 'jitter = "3ms"\njitter_up = "1ms"\n'
+    path = to_native(load(text))["paths"][0]
+    assert (path["down"]["jitter_ns"], path["up"]["jitter_ns"]) == (3_000_000, 1_000_000)
+    assert error(text, {"path.a.jitter": "-1ms"}).startswith("path[0].jitter ('a')")
 
 
 def test_one_way_delays_without_rtt() -> None:

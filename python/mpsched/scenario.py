@@ -269,6 +269,8 @@ class ScheduleEntry(_Model):
     rtt: OptionalDuration = None
     delay_up: OptionalDuration = None
     delay_down: OptionalDuration = None
+    jitter: OptionalDuration = None
+    jitter_up: OptionalDuration = None
 
 
 class PathSpec(_Model):
@@ -284,6 +286,8 @@ class PathSpec(_Model):
     queue_up: OptionalQueue = None
     loss: Probability = 0.0
     ack_loss: Probability = 0.0
+    jitter: NonNegativeDuration = "0s"  # type: ignore[assignment]
+    jitter_up: NonNegativeDuration = "0s"  # type: ignore[assignment]
     schedule: list[ScheduleEntry] = Field(default_factory=list)
 
     def delays(self) -> tuple[int, int]:
@@ -467,11 +471,18 @@ def _check_path(index: int, path: PathSpec, duration: int) -> None:
                 f"{_where(index, path.name, where + '.at')}: must be < duration "
                 f"{format_duration(duration)}, got {format_duration(entry.at)}"
             )
-        changes = (entry.rate, entry.rtt, entry.delay_up, entry.delay_down)
+        changes = (
+            entry.rate,
+            entry.rtt,
+            entry.delay_up,
+            entry.delay_down,
+            entry.jitter,
+            entry.jitter_up,
+        )
         if all(change is None for change in changes):
             raise ValueError(
                 f"{_where(index, path.name, where)}: changes nothing "
-                "(give rate, rtt, delay_up or delay_down)"
+                "(give rate, rtt, delay_up, delay_down, jitter or jitter_up)"
             )
         try:
             _resolve_delays(entry.rtt, entry.delay_up, entry.delay_down, partial=True)
@@ -740,25 +751,39 @@ def load(
 # --- normalization ---
 
 
-def _link(rate: int, delay: int, loss: float, queue: QueueLimit) -> dict[str, Any]:
-    return {"rate_bps": rate, "delay_ns": delay, "loss": loss, "queue": queue.to_native()}
+def _link(rate: int, delay: int, loss: float, queue: QueueLimit, jitter: int) -> dict[str, Any]:
+    return {
+        "rate_bps": rate,
+        "delay_ns": delay,
+        "loss": loss,
+        "queue": queue.to_native(),
+        "jitter_ns": jitter,
+    }
 
 
 def _schedule(entry: ScheduleEntry) -> dict[str, Any]:
     up, down = _resolve_delays(entry.rtt, entry.delay_up, entry.delay_down, partial=True)
-    return {"at_ns": entry.at, "rate_bps": entry.rate, "delay_down_ns": down, "delay_up_ns": up}
+    return {
+        "at_ns": entry.at,
+        "rate_bps": entry.rate,
+        "delay_down_ns": down,
+        "delay_up_ns": up,
+        "jitter_down_ns": entry.jitter,
+        "jitter_up_ns": entry.jitter_up,
+    }
 
 
 def _path(path: PathSpec) -> dict[str, Any]:
     up_delay, down_delay = path.delays()
     return {
         "name": path.name,
-        "down": _link(path.rate, down_delay, path.loss, path.queue),
+        "down": _link(path.rate, down_delay, path.loss, path.queue, path.jitter),
         "up": _link(
             path.rate_up if path.rate_up is not None else path.rate,
             up_delay,
             path.ack_loss,
             path.queue_up if path.queue_up is not None else path.queue,
+            path.jitter_up,
         ),
         "schedule": [_schedule(e) for e in sorted(path.schedule, key=lambda e: e.at)],
     }

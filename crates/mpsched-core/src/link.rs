@@ -1,5 +1,7 @@
 //! One direction of a path: Bernoulli loss, a FIFO drop-tail queue, a serializer at the
-//! bottleneck rate, then a propagation delay line.
+//! bottleneck rate, then a propagation delay line, optionally with a per-packet delay variation
+//! (netem's `delay D J distribution normal`) that never reorders: a packet drawn to arrive
+//! before the one ahead of it waits for it, as behind netem with a rate or a FIFO after it.
 //!
 //! Sans-IO: `enqueue` takes a packet, `poll_at` tells when the next packet leaves the delay
 //! line, `poll_deliver` hands it over. Internally only the head of each stage matters, so a
@@ -31,7 +33,13 @@ pub struct LinkConfig {
     pub delay: Dur,
     pub queue: QueueLimit,
     pub loss: f64,
+    /// Standard deviation of each packet's propagation delay (normal, cut at 4 sigma and at
+    /// zero delay); zero: a fixed delay.
+    pub jitter: Dur,
 }
+
+/// A normal deviate beyond this many standard deviations is cut (netem's tables end there).
+const JITTER_SIGMAS: f64 = 4.0;
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LinkStats {
@@ -64,6 +72,7 @@ impl HasWireLen for Packet {
 pub struct Link<P: HasWireLen = Packet> {
     rate: Rate,
     delay: Dur,
+    jitter: Dur,
     limit: QueueLimit,
     loss: f64,
     rng: Rng,
@@ -89,6 +98,7 @@ impl<P: HasWireLen> Link<P> {
         Link {
             rate: cfg.rate,
             delay: cfg.delay,
+            jitter: cfg.jitter,
             limit: cfg.queue,
             loss: cfg.loss,
             rng,
@@ -177,8 +187,9 @@ impl<P: HasWireLen> Link<P> {
                 0 => Time::ZERO,
                 i => self.packets[i - 1].0,
             };
+            let delay = self.propagation();
             let (arrival, pkt) = &mut self.packets[self.in_pipe];
-            *arrival = (done + self.delay).max(last);
+            *arrival = (done + delay).max(last);
             self.queued_bytes -= pkt.wire_len() as u64;
             self.in_pipe += 1;
             if let Some((_, next)) = self.packets.get(self.in_pipe) {
@@ -188,15 +199,31 @@ impl<P: HasWireLen> Link<P> {
         }
     }
 
-    /// When this link next needs the driver: the next arrival at the far end, or the next
-    /// end of serialization (which feeds the delay line).
+    /// The propagation delay of the packet leaving the serializer now.
+    fn propagation(&mut self) -> Dur {
+        if self.jitter == Dur::ZERO {
+            return self.delay;
+        }
+        let z = self.rng.normal().clamp(-JITTER_SIGMAS, JITTER_SIGMAS);
+        let d = self.delay.0 as f64 + z * self.jitter.0 as f64;
+        Dur(d.max(0.0).round() as u64)
+    }
+
+    /// The shortest propagation delay a packet may draw.
+    fn min_propagation(&self) -> Dur {
+        let spread = (self.jitter.0 as f64 * JITTER_SIGMAS) as u64;
+        Dur(self.delay.0.saturating_sub(spread))
+    }
+
+    /// When this link next needs the driver: the next arrival at the far end, or the earliest
+    /// a packet still being serialized could arrive (which feeds the delay line).
     pub fn poll_at(&self) -> Option<Time> {
         let arrival = (self.in_pipe > 0).then(|| self.packets[0].0);
         let serial = (self.queued() > 0).then_some(self.head_done);
         match (arrival, serial) {
-            (Some(a), Some(s)) => Some(a.min(s + self.delay)),
+            (Some(a), Some(s)) => Some(a.min(s + self.min_propagation())),
             (Some(a), None) => Some(a),
-            (None, Some(s)) => Some(s + self.delay),
+            (None, Some(s)) => Some(s + self.min_propagation()),
             (None, None) => None,
         }
     }
@@ -231,6 +258,12 @@ impl<P: HasWireLen> Link<P> {
         self.advance(now);
         self.delay = delay;
     }
+
+    /// Changes the delay variation from `now` on, as `set_delay` the delay.
+    pub fn set_jitter(&mut self, now: Time, jitter: Dur) {
+        self.advance(now);
+        self.jitter = jitter;
+    }
 }
 
 #[cfg(test)]
@@ -256,6 +289,7 @@ mod tests {
     fn link(queue: QueueLimit, loss: f64) -> Link {
         Link::new(
             &LinkConfig {
+                jitter: Dur::ZERO,
                 rate: Rate::mbps(30),
                 delay: Dur::from_millis(10),
                 queue,
@@ -356,6 +390,7 @@ mod tests {
             }
         }
         let cfg = LinkConfig {
+            jitter: Dur::ZERO,
             rate: Rate::mbps(30),
             delay: Dur::from_millis(10),
             queue: QueueLimit::Bytes(4000),
@@ -379,6 +414,62 @@ mod tests {
         }
         assert_eq!(got.0, got.1);
         assert!(modelled.stats().queue_drops > 0 && modelled.stats().random_drops > 0);
+    }
+
+    fn jitter_link(jitter: Dur) -> Link {
+        Link::new(
+            &LinkConfig {
+                rate: Rate::mbps(30),
+                delay: Dur::from_millis(10),
+                queue: QueueLimit::Packets(1_000_000),
+                loss: 0.0,
+                jitter,
+            },
+            Rng::new(1, 1),
+        )
+    }
+
+    #[test]
+    fn jitter_spreads_sparse_packets_normally_around_the_delay() {
+        // One packet every 50 ms, far apart for a 2 ms spread: each delay is its own draw.
+        let mut l = jitter_link(Dur::from_millis(2));
+        let n = 20_000u64;
+        let mut delays = Vec::new();
+        for i in 0..n {
+            let sent = Time(i * 50_000_000);
+            l.enqueue(sent, pkt(i, 1448)).unwrap();
+            for (t, seq) in drain(&mut l) {
+                assert_eq!(seq, i);
+                // After the 400 us of serialization.
+                delays.push((t - sent).as_secs_f64() * 1e3 - 0.4);
+            }
+        }
+        let mean = delays.iter().sum::<f64>() / n as f64;
+        let var = delays.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / n as f64;
+        assert!((mean - 10.0).abs() < 0.05, "mean {mean} ms");
+        assert!((var.sqrt() - 2.0).abs() < 0.05, "stddev {} ms", var.sqrt());
+        let min = delays.iter().cloned().fold(f64::MAX, f64::min);
+        assert!(min >= 10.0 - 8.0 - 1e-9, "min {min} ms");
+    }
+
+    #[test]
+    fn jitter_never_reorders_a_busy_link() {
+        // Back to back at the link rate, 400 us apart, with a 5 ms spread: a packet drawn to
+        // arrive before the one ahead of it waits for it.
+        let mut l = jitter_link(Dur::from_millis(5));
+        for i in 0..5_000 {
+            l.enqueue(Time::ZERO, pkt(i, 1448)).unwrap();
+        }
+        let got = drain(&mut l);
+        assert_eq!(got.len(), 5_000);
+        assert!(got.windows(2).all(|w| w[0].0 <= w[1].0 && w[0].1 < w[1].1));
+        // Waiting behind earlier draws only adds delay: the mean exceeds 10 ms.
+        let mean = got
+            .iter()
+            .map(|&(t, seq)| (t - Time((seq + 1) * 400_000)).as_secs_f64() * 1e3)
+            .sum::<f64>()
+            / got.len() as f64;
+        assert!(mean > 10.0 + 2.0, "mean {mean} ms");
     }
 
     #[test]

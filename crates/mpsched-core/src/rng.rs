@@ -55,6 +55,13 @@ impl Rng {
         p > 0.0 && self.next_f64() < p
     }
 
+    /// Standard normal (Box-Muller, one of the pair).
+    pub fn normal(&mut self) -> f64 {
+        let u1 = 1.0 - self.next_f64(); // (0, 1]: ln is finite
+        let u2 = self.next_f64();
+        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+    }
+
     /// Uniform in [0, n).
     pub fn below(&mut self, n: u64) -> u64 {
         ((self.next_u64() as u128 * n as u128) >> 64) as u64

@@ -59,6 +59,7 @@ pub struct LinkChange {
     pub at: Dur,
     pub rate: Option<Rate>,
     pub delay: Option<Dur>,
+    pub jitter: Option<Dur>,
 }
 
 /// One direction of one path, ready to build.
@@ -129,8 +130,14 @@ fn plan(p: usize, pc: &PathConfig, down: bool) -> LinkPlan {
             // As in the simulator, a rate change applies to both directions.
             rate: c.rate_bps.map(Rate::bps),
             delay: if down { c.delay_down_ns } else { c.delay_up_ns }.map(Dur),
+            jitter: if down {
+                c.jitter_down_ns
+            } else {
+                c.jitter_up_ns
+            }
+            .map(Dur),
         })
-        .filter(|c| c.rate.is_some() || c.delay.is_some())
+        .filter(|c| c.rate.is_some() || c.delay.is_some() || c.jitter.is_some())
         .collect();
     changes.sort_by_key(|c| c.at);
     LinkPlan {

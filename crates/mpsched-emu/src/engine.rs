@@ -250,6 +250,9 @@ fn apply(link: &mut Link<IpPacket>, now: Time, c: LinkChange) {
     if let Some(d) = c.delay {
         link.set_delay(now, d);
     }
+    if let Some(j) = c.jitter {
+        link.set_jitter(now, j);
+    }
 }
 
 /// Drop times kept per link.

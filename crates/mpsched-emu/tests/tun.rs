@@ -80,6 +80,7 @@ fn plan(down: bool, rate: Rate, delay: Dur, queue: QueueLimit) -> LinkPlan {
             delay,
             queue,
             loss: 0.0,
+            jitter: mpsched_core::Dur::ZERO,
         },
         stream: if down { 1 } else { 2 },
         changes: Vec::<LinkChange>::new(),

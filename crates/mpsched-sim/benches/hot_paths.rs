@@ -54,6 +54,7 @@ fn link(c: &mut Criterion) {
                 delay: Dur::from_millis(10),
                 queue: QueueLimit::Packets(1000),
                 loss: 0.0001,
+                jitter: Dur::ZERO,
             },
             Rng::new(1, 1),
         );

@@ -18,6 +18,7 @@ pub fn path(name: &str, rate_bps: u64, rtt_ns: u64, queue: QueueSpec, loss: f64)
         delay_ns: rtt_ns / 2,
         loss,
         queue,
+        jitter_ns: 0,
     };
     PathConfig {
         name: name.into(),

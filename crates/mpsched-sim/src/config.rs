@@ -144,6 +144,9 @@ pub struct LinkSpec {
     pub delay_ns: u64,
     pub loss: f64,
     pub queue: QueueSpec,
+    /// Standard deviation of the per-packet delay (normal; packets never overtake).
+    #[serde(default)]
+    pub jitter_ns: u64,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize)]
@@ -165,6 +168,10 @@ pub struct Change {
     pub delay_down_ns: Option<u64>,
     #[serde(default)]
     pub delay_up_ns: Option<u64>,
+    #[serde(default)]
+    pub jitter_down_ns: Option<u64>,
+    #[serde(default)]
+    pub jitter_up_ns: Option<u64>,
 }
 
 /// Scheduler parameters as the schedulers take them; `owner` names the table in errors.
@@ -243,6 +250,7 @@ impl LinkSpec {
                 QueueSpec::TimeNs(t) => QueueLimit::Time(Dur(t)),
             },
             loss: self.loss,
+            jitter: Dur(self.jitter_ns),
         }
     }
 
@@ -258,6 +266,9 @@ impl LinkSpec {
         }
         if self.delay_ns > 3_600_000_000_000 {
             return Err(format!("{field}.delay_ns: more than an hour"));
+        }
+        if self.jitter_ns > 3_600_000_000_000 {
+            return Err(format!("{field}.jitter_ns: more than an hour"));
         }
         Ok(())
     }

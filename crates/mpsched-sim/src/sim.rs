@@ -51,6 +51,8 @@ struct Scheduled {
     rate: Option<Rate>,
     delay_down: Option<Dur>,
     delay_up: Option<Dur>,
+    jitter_down: Option<Dur>,
+    jitter_up: Option<Dur>,
 }
 
 /// A packet on a link, with the index of the connection it belongs to.
@@ -215,6 +217,8 @@ impl Simulation {
                     rate: c.rate_bps.map(Rate::bps),
                     delay_down: c.delay_down_ns.map(Dur),
                     delay_up: c.delay_up_ns.map(Dur),
+                    jitter_down: c.jitter_down_ns.map(Dur),
+                    jitter_up: c.jitter_up_ns.map(Dur),
                 })
             })
             .collect();
@@ -535,6 +539,7 @@ impl Simulation {
         let now = self.now;
         while let Some(c) = self.changes.get(self.next_change).filter(|c| c.at <= now) {
             let (p, rate, dd, du) = (c.path, c.rate, c.delay_down, c.delay_up);
+            let (jd, ju) = (c.jitter_down, c.jitter_up);
             if let Some(r) = rate {
                 self.links[down(p)].set_rate(now, r);
                 self.links[up(p)].set_rate(now, r);
@@ -544,6 +549,12 @@ impl Simulation {
             }
             if let Some(d) = du {
                 self.links[up(p)].set_delay(now, d);
+            }
+            if let Some(j) = jd {
+                self.links[down(p)].set_jitter(now, j);
+            }
+            if let Some(j) = ju {
+                self.links[up(p)].set_jitter(now, j);
             }
             self.next_change += 1;
             self.rearm_link(down(p));

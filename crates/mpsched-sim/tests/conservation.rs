@@ -50,12 +50,15 @@ fn random_scenario(case: u64) -> Config {
                     delay_ns: rtt / 2,
                     loss,
                     queue: random_queue(&mut r),
+                    // A per-packet delay variation on a third of the paths.
+                    jitter_ns: if r.chance(0.3) { rtt / 10 } else { 0 },
                 },
                 up: LinkSpec {
                     rate_bps: up_rate,
                     delay_ns: rtt - rtt / 2,
                     loss: ack_loss,
                     queue: random_queue(&mut r),
+                    jitter_ns: 0,
                 },
                 schedule: if r.chance(0.3) {
                     vec![Change {
@@ -63,6 +66,8 @@ fn random_scenario(case: u64) -> Config {
                         rate_bps: Some(log_uniform(&mut r, 1e6, 1e9) as u64),
                         delay_down_ns: Some(log_uniform(&mut r, 0.5e6, 0.5e9) as u64),
                         delay_up_ns: None,
+                        jitter_down_ns: None,
+                        jitter_up_ns: r.chance(0.5).then_some(rtt / 20),
                     }]
                 } else {
                     vec![]

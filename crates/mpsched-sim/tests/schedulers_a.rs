@@ -266,6 +266,7 @@ fn random_scenario(scheduler: &str, case: u64) -> Config {
                 delay_ns: rtt / 2,
                 loss,
                 queue,
+                jitter_ns: 0,
             };
             PathConfig {
                 name: format!("p{i}"),
@@ -277,6 +278,8 @@ fn random_scenario(scheduler: &str, case: u64) -> Config {
                         rate_bps: Some(log_uniform(&mut r, 1e6, 2e8) as u64),
                         delay_down_ns: Some(log_uniform(&mut r, 1e6, 2.5e8) as u64),
                         delay_up_ns: None,
+                        jitter_down_ns: None,
+                        jitter_up_ns: None,
                     }]
                 } else {
                     vec![]
