@@ -73,6 +73,8 @@ pub struct Link<P: HasWireLen = Packet> {
     rate: Rate,
     delay: Dur,
     jitter: Dur,
+    /// The shortest propagation delay a packet may draw (`delay` without jitter).
+    min_delay: Dur,
     limit: QueueLimit,
     loss: f64,
     rng: Rng,
@@ -99,6 +101,7 @@ impl<P: HasWireLen> Link<P> {
             rate: cfg.rate,
             delay: cfg.delay,
             jitter: cfg.jitter,
+            min_delay: Self::min_propagation(cfg.delay, cfg.jitter),
             limit: cfg.queue,
             loss: cfg.loss,
             rng,
@@ -210,9 +213,9 @@ impl<P: HasWireLen> Link<P> {
     }
 
     /// The shortest propagation delay a packet may draw.
-    fn min_propagation(&self) -> Dur {
-        let spread = (self.jitter.0 as f64 * JITTER_SIGMAS) as u64;
-        Dur(self.delay.0.saturating_sub(spread))
+    fn min_propagation(delay: Dur, jitter: Dur) -> Dur {
+        let spread = (jitter.0 as f64 * JITTER_SIGMAS) as u64;
+        Dur(delay.0.saturating_sub(spread))
     }
 
     /// When this link next needs the driver: the next arrival at the far end, or the earliest
@@ -221,9 +224,9 @@ impl<P: HasWireLen> Link<P> {
         let arrival = (self.in_pipe > 0).then(|| self.packets[0].0);
         let serial = (self.queued() > 0).then_some(self.head_done);
         match (arrival, serial) {
-            (Some(a), Some(s)) => Some(a.min(s + self.min_propagation())),
+            (Some(a), Some(s)) => Some(a.min(s + self.min_delay)),
             (Some(a), None) => Some(a),
-            (None, Some(s)) => Some(s + self.min_propagation()),
+            (None, Some(s)) => Some(s + self.min_delay),
             (None, None) => None,
         }
     }
@@ -257,12 +260,14 @@ impl<P: HasWireLen> Link<P> {
     pub fn set_delay(&mut self, now: Time, delay: Dur) {
         self.advance(now);
         self.delay = delay;
+        self.min_delay = Self::min_propagation(delay, self.jitter);
     }
 
     /// Changes the delay variation from `now` on, as `set_delay` the delay.
     pub fn set_jitter(&mut self, now: Time, jitter: Dur) {
         self.advance(now);
         self.jitter = jitter;
+        self.min_delay = Self::min_propagation(self.delay, jitter);
     }
 }
 
