@@ -380,3 +380,19 @@ def test_the_paper004_wireless_sweep_is_wlan_and_lte_with_poisson_arrivals() -> 
     native = mpsched.to_native(sc)
     starts = [f["start_ns"] for f in native["flows"]]
     assert len(starts) == 29 and starts == sorted(starts) and len(set(starts)) == 29
+
+
+def test_the_paper000_latency_sweep_changes_latency_and_jitter_together() -> None:
+    sweep = load_sweep(ROOT / "experiments" / "paper000-latency.toml")
+    assert len(sweep.points) == 5 * 2 * 4 and sweep.repetitions == 5
+    for p in sweep.points:
+        overrides = {**sweep.overrides, **p.overrides}
+        native = mpsched.to_native(mpsched.load(sweep.base, overrides))
+        assert native["duration_ns"] == 90 * 10**9
+        for path in native["paths"]:
+            # 40% of each direction's one-way delay, at the start and at every change.
+            assert path["down"]["jitter_ns"] == round(0.4 * path["down"]["delay_ns"])
+            assert path["up"]["jitter_ns"] == round(0.4 * path["up"]["delay_ns"])
+            assert [c["at_ns"] for c in path["schedule"]] == [k * 10**10 for k in range(1, 9)]
+            for c in path["schedule"]:
+                assert c["jitter_down_ns"] == round(0.4 * c["delay_down_ns"])
