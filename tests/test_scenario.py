@@ -398,3 +398,19 @@ def test_invalid_sources(source: Any, expected: str) -> None:
 def test_several_errors_are_counted_on_one_line() -> None:
     message = error({"path": [{"name": "a", "rate": "0bps", "rtt": "-1ms"}]})
     assert message == "path[0].rate ('a'): rate must be > 0, got '0bps' (and 1 more error)"
+
+
+def test_a_rate_limited_application() -> None:
+    text = MINIMAL + '[workload]\nkind = "rate"\nrate = "1875kbps"\nwarmup = "5s"\n'
+    assert to_native(load(text))["workload"] == {
+        "kind": "rate",
+        "rate_bps": 1_875_000,
+        "block_bytes": 8192,
+        "warmup_ns": 5_000_000_000,
+    }
+    assert error(text, {"workload.rate": None}).startswith("workload.rate: required")
+    assert error(text, {"workload.size": "1MB"}).startswith("workload.size: not allowed")
+    assert error(text, {"workload.block": "0B"}).startswith("workload.block")
+    assert error(text, {"workload.warmup": "2min"}).startswith("workload.warmup: must be shorter")
+    bulk = MINIMAL + '[workload]\nkind = "bulk"\nrate = "1Mbps"\n'
+    assert error(bulk).startswith("workload.rate: only for kind = 'rate'")

@@ -396,3 +396,19 @@ def test_the_paper000_latency_sweep_changes_latency_and_jitter_together() -> Non
             assert [c["at_ns"] for c in path["schedule"]] == [k * 10**10 for k in range(1, 9)]
             for c in path["schedule"]:
                 assert c["jitter_down_ns"] == round(0.4 * c["delay_down_ns"])
+
+
+def test_the_paper001_app_sweep_is_the_high_bdp_design_with_a_rate_limited_source() -> None:
+    sweep = load_sweep(ROOT / "experiments" / "paper001-app.toml")
+    bulk = load_sweep(ROOT / "experiments" / "paper001-bulk.toml")
+    # The bulk sweep's high-BDP settings, each at 2 warm-ups x 2 rates x 4 schedulers.
+    high = [p for p in bulk.points if p.group == "high-BDP"]
+    assert len(sweep.points) == len(high) // 3 * 2 * 2 * 4
+    settings = {tuple(sorted(p.factors.items())) for p in high}
+    for p in sweep.points:
+        native = mpsched.to_native(mpsched.load(sweep.base, {**sweep.overrides, **p.overrides}))
+        assert native["workload"]["kind"] == "rate" and native["workload"]["block_bytes"] == 8192
+        design = {k: v for k, v in p.factors.items() if k.startswith("path.")}
+        assert tuple(sorted(design.items())) in {
+            tuple((k, v) for k, v in s if k.startswith("path.")) for s in settings
+        }

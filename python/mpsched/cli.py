@@ -141,9 +141,8 @@ def print_summary(result: api.Result, console: Console) -> None:
         f"({_num(delivered / 1e6 if isinstance(delivered, int | float) else None)} MB delivered)",
     )
     completion = s.get("completion_s")
-    head.add_row(
-        "completion", "- (bulk transfer)" if completion is None else _num(completion, ",.3f", " s")
-    )
+    endless = "- (rate-limited application)" if "block_delay_ms" in s else "- (bulk transfer)"
+    head.add_row("completion", endless if completion is None else _num(completion, ",.3f", " s"))
     head.add_row("OOO delay", _stats(s.get("ooo_delay_ms"), ("mean", "p50", "p99", "max"), " ms"))
     head.add_row(
         "DATA_ACK step",
@@ -157,6 +156,13 @@ def print_summary(result: api.Result, console: Console) -> None:
     )
     if "aggregation_benefit" in s:
         head.add_row("aggregation", _benefit_text(s))
+    if s.get("block_delay_ms") is not None:
+        head.add_row(
+            "blocks",
+            f"{_int(s.get('blocks_delivered'))} delivered; delay "
+            + _stats(s.get("block_delay_ms"), ("mean", "p50", "p99", "max"), " ms")
+            + f"; worst/best - 1: {_num(s.get('block_delay_increase'), '.2f')}",
+        )
     flows = [f for f in s.get("flows") or [] if isinstance(f, dict)]
     if flows:
         head.add_row(

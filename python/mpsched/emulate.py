@@ -772,6 +772,11 @@ def check_kernel_support(config: Mapping[str, Any], kernel_scheduler: str | None
             "flow: the testbed runs the main connection only; competing flows ([[flow]]) "
             "are simulated, not emulated"
         )
+    if config["workload"]["kind"] == "rate":
+        raise ScenarioError(
+            "workload.kind: the testbed's load generator sends bulk transfers and files; "
+            "'rate' is simulated, not emulated"
+        )
     if config.get("loss_recovery", "linux") != "linux":
         raise ScenarioError(
             "connection.loss_recovery: the kernel recovers losses as Linux does; "

@@ -58,7 +58,7 @@ PROTOCOLS = ("mptcp", "tcp")
 CONGESTION_CONTROLS = ("reno", "cubic", "lia", "olia")
 STACKS = ("upstream", "out-of-tree")
 LOSS_RECOVERIES = ("linux", "classic")
-WORKLOAD_KINDS = ("bulk", "file")
+WORKLOAD_KINDS = ("bulk", "file", "rate")
 SIZE_DISTS = ("fixed", "pareto")
 START_DISTS = ("fixed", "poisson")
 #: Competing connections a scenario may hold (each is a pair of sockets in the simulator).
@@ -219,14 +219,18 @@ class Connection(_Model):
 
 
 class Workload(_Model):
-    """The ``[workload]`` table: a bulk transfer, or a file of ``size`` bytes.
+    """The ``[workload]`` table: a bulk transfer, a file of ``size`` bytes, or an application
+    writing a ``block`` every ``block x 8 / rate`` seconds (``kind = "rate"``).
 
     With ``size_dist = "pareto"`` the file's size is drawn (from the scenario's seed) from a
     Pareto distribution of mean ``size`` and shape ``pareto_shape``.
     """
 
-    kind: Annotated[Literal["bulk", "file"], _choice(WORKLOAD_KINDS)] = "bulk"
+    kind: Annotated[Literal["bulk", "file", "rate"], _choice(WORKLOAD_KINDS)] = "bulk"
     size: OptionalSize = None
+    rate: OptionalRate = None
+    block: PositiveSize = "8KiB"  # type: ignore[assignment]
+    warmup: NonNegativeDuration = "0s"  # type: ignore[assignment]
     size_dist: Annotated[Literal["fixed", "pareto"], _choice(SIZE_DISTS)] = "fixed"
     pareto_shape: Shape = 1.5
 
@@ -400,10 +404,20 @@ def _check(scenario: Scenario) -> None:
     workload = scenario.workload
     if workload.kind == "file" and workload.size is None:
         raise ValueError("workload.size: required when kind = 'file'")
-    if workload.kind == "bulk" and workload.size is not None:
-        raise ValueError("workload.size: not allowed when kind = 'bulk'")
-    if workload.kind == "bulk" and workload.size_dist != "fixed":
-        raise ValueError("workload.size_dist: a bulk transfer has no size to draw")
+    if workload.kind != "file" and workload.size is not None:
+        raise ValueError(f"workload.size: not allowed when kind = {workload.kind!r}")
+    if workload.kind != "file" and workload.size_dist != "fixed":
+        raise ValueError(f"workload.size_dist: a {workload.kind!r} workload has no size to draw")
+    if workload.kind == "rate" and workload.rate is None:
+        raise ValueError("workload.rate: required when kind = 'rate' (e.g. \"1875kbps\")")
+    if workload.kind != "rate" and workload.rate is not None:
+        raise ValueError(f"workload.rate: only for kind = 'rate', not {workload.kind!r}")
+    if workload.kind != "rate" and workload.warmup != 0:
+        raise ValueError(f"workload.warmup: only for kind = 'rate', not {workload.kind!r}")
+    if workload.warmup >= scenario.duration:
+        raise ValueError("workload.warmup: must be shorter than the run's duration")
+    if workload.block > 2**30:
+        raise ValueError(f"workload.block: at most 1 GiB, got {workload.block} bytes")
 
     total = 0
     for j, flow in enumerate(scenario.flow):
@@ -844,6 +858,10 @@ def to_native(scenario: Scenario) -> dict[str, Any]:
     connection = scenario.connection
     rng = random.Random(scenario.seed)  # noqa: S311 - reproducible sizes, not secrets
     workload: dict[str, Any] = {"kind": scenario.workload.kind}
+    if scenario.workload.kind == "rate":
+        workload["rate_bps"] = scenario.workload.rate
+        workload["block_bytes"] = scenario.workload.block
+        workload["warmup_ns"] = scenario.workload.warmup
     if scenario.workload.kind == "file":
         size = scenario.workload.size
         assert size is not None

@@ -302,8 +302,15 @@ _SCALARS = (
     "mean_reorder_bytes",
     "aggregation_benefit",
 )
-_NESTED = ("ooo_delay_ms", "data_ack_step_segments")
-_FLOW_SCALARS = ("mean_flow_completion_s", "mean_flow_goodput_mbps", "unfinished_flows")
+_NESTED = ("ooo_delay_ms", "data_ack_step_segments", "block_delay_ms")
+_OPTIONAL_SCALARS = (
+    "mean_flow_completion_s",
+    "mean_flow_goodput_mbps",
+    "unfinished_flows",
+    "block_delay_increase",
+    "blocks_delivered",
+    "block_worst_at_s",
+)
 _SUBFLOW_SKIP = ("name",)
 
 
@@ -350,7 +357,7 @@ def _rows(records: Iterable[Mapping[str, Any]]) -> tuple[list[dict], list[dict],
             for k in _NESTED:
                 for q, v in (s.get(k) or {}).items():
                     row[f"{k}.{q}"] = v
-            for k in _FLOW_SCALARS:
+            for k in _OPTIONAL_SCALARS:
                 if k in s:
                     row[k] = s[k]
             for f in s.get("flows") or []:

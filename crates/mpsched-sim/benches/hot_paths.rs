@@ -89,6 +89,7 @@ fn sender(scheduler: &str) -> Sender {
             stack: mpsched_core::conn::Stack::Upstream,
             initial_rwnd: Bytes(64 << 20),
             total: None,
+            app_limited: false,
             subflows: vec![sf(20), sf(100)],
             loss_recovery: Default::default(),
             trace: false,

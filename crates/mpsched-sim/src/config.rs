@@ -124,7 +124,18 @@ pub enum Protocol {
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Workload {
     Bulk,
-    File { size_bytes: u64 },
+    File {
+        size_bytes: u64,
+    },
+    /// An application writing a block of `block_bytes` every `block_bytes x 8 / rate_bps`
+    /// seconds (paper 001 sec. 4.3), for the whole run.
+    Rate {
+        rate_bps: u64,
+        block_bytes: u64,
+        /// Blocks written within this time of the start are not timed.
+        #[serde(default)]
+        warmup_ns: u64,
+    },
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -344,6 +355,19 @@ impl Config {
         }
         if let Workload::File { size_bytes: 0 } = self.workload {
             return Err("workload.size_bytes: must be > 0".into());
+        }
+        if let Workload::Rate {
+            rate_bps,
+            block_bytes,
+            ..
+        } = self.workload
+        {
+            if rate_bps == 0 {
+                return Err("workload.rate_bps: must be > 0".into());
+            }
+            if block_bytes == 0 || block_bytes > 1 << 30 {
+                return Err("workload.block_bytes: must be in 1..=1 GiB".into());
+            }
         }
         if self.paths.is_empty() {
             return Err("paths: at least one path is needed".into());

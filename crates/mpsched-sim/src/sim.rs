@@ -17,17 +17,21 @@ use crate::summary::{self, Summary};
 use crate::trace_out::{Sink, Tracer};
 use mpsched_core::cc::CcKind;
 use mpsched_core::conn::sender::SubflowConfig;
+use mpsched_core::conn::stats::Histogram;
 use mpsched_core::conn::{Receiver, ReceiverConfig, Sender, SenderConfig};
 use mpsched_core::link::{Drop, HasWireLen, Link};
 use mpsched_core::packet::Packet;
 use mpsched_core::rng::Rng;
 use mpsched_core::sched::{self, SchedSample};
 use mpsched_core::trace::{AckTrace, DeliveryTrace, SentTrace};
+use mpsched_core::units::wire;
 use mpsched_core::{Bytes, Dur, Rate, Time};
 
 const SCHEDULE: ComponentId = 0;
 const SAMPLER: ComponentId = 1;
-const FIRST_LINK: ComponentId = 2;
+/// The main connection's rate-limited application (`Workload::Rate`).
+const APP: ComponentId = 2;
+const FIRST_LINK: ComponentId = 3;
 /// Bytes of a SYN / SYN-ACK on the wire (IP + TCP + options).
 const SYN_BYTES: u64 = 64;
 
@@ -104,8 +108,54 @@ struct ConnSpec {
     cc: CcKind,
     sched: Box<dyn sched::Scheduler>,
     total: Option<Bytes>,
+    app_limited: bool,
     paths: Vec<usize>,
     syn_at: Time,
+}
+
+/// A rate-limited application on the main connection: it writes a block every `interval`
+/// from the server's start, and the client times each block's last byte.
+pub struct App {
+    interval: Dur,
+    /// Segments a block takes (whole segments: the model's are full-sized).
+    block_segs: u64,
+    /// Payload bytes of a full segment.
+    mss: u64,
+    start: Time,
+    /// Blocks written before this are delivered but not timed (the warm-up).
+    timed_from: Time,
+    written: u64,
+    delivered: u64,
+    /// From a block's write to its last byte delivered in order.
+    pub delays: Histogram,
+    /// The least a block can take: the best path's propagation delay plus the block's
+    /// serialization at its rate (paper 001's "lowest one-way delay").
+    pub ideal: Dur,
+    /// The worst block: its delay and when it was written.
+    pub worst: Option<(Dur, Time)>,
+}
+
+impl App {
+    /// The client has `delivered` bytes in order: time the blocks that are complete.
+    fn on_delivered(&mut self, now: Time, delivered: u64) {
+        while self.delivered < self.written && delivered >= self.block_end(self.delivered) {
+            let written_at = self.start + self.interval * self.delivered;
+            self.delivered += 1;
+            if written_at < self.timed_from {
+                continue;
+            }
+            let d = now.saturating_since(written_at);
+            self.delays.record(d.as_nanos());
+            if self.worst.is_none_or(|(w, _)| d > w) {
+                self.worst = Some((d, written_at));
+            }
+        }
+    }
+
+    /// Stream bytes up to the end of block `k` (blocks are padded to whole segments).
+    fn block_end(&self, k: u64) -> u64 {
+        (k + 1) * self.block_segs * self.mss
+    }
 }
 
 pub struct Simulation {
@@ -117,6 +167,7 @@ pub struct Simulation {
     /// Files not yet delivered; the run ends when none is left, if the main connection
     /// transfers a file.
     files_pending: usize,
+    app: Option<App>,
     changes: Vec<Scheduled>,
     next_change: usize,
     events: EventList,
@@ -178,7 +229,7 @@ impl Simulation {
         };
         let main_paths: Vec<usize> = (0..if mptcp { cfg.main_path_count() } else { 1 }).collect();
         let main_total = match cfg.workload {
-            Workload::Bulk => None,
+            Workload::Bulk | Workload::Rate { .. } => None,
             Workload::File { size_bytes } => Some(Bytes(size_bytes)),
         };
         let mut conns = vec![Self::connection(
@@ -188,12 +239,45 @@ impl Simulation {
                 cc: cfg.cc(),
                 sched: main_sched,
                 total: main_total,
+                app_limited: matches!(cfg.workload, Workload::Rate { .. }),
                 paths: main_paths,
                 syn_at: Time::ZERO,
             },
             &links,
             trace,
         )];
+        let app = match cfg.workload {
+            Workload::Rate {
+                rate_bps,
+                block_bytes,
+                warmup_ns,
+            } => {
+                let mss = u64::from(conns[0].server.data().mss());
+                let block_segs = block_bytes.div_ceil(mss);
+                let ideal = conns[0]
+                    .paths
+                    .iter()
+                    .map(|&p| {
+                        let l = &links[down(p)];
+                        l.delay() + l.rate().tx_time(block_segs * u64::from(wire::MTU))
+                    })
+                    .min()
+                    .unwrap_or(Dur::ZERO);
+                Some(App {
+                    interval: Rate::bps(rate_bps).tx_time(block_bytes),
+                    block_segs,
+                    mss,
+                    start: conns[0].start,
+                    timed_from: conns[0].start + Dur(warmup_ns),
+                    written: 0,
+                    delivered: 0,
+                    delays: Histogram::new(),
+                    ideal,
+                    worst: None,
+                })
+            }
+            _ => None,
+        };
         for k in 0..cfg.flows.len() {
             // Built again when its SYN leaves, from the paths as they are then.
             let mut c = Self::flow(&cfg, k, &links)?;
@@ -234,12 +318,16 @@ impl Simulation {
         if let Some(c) = changes.first() {
             events.schedule(SCHEDULE, c.at);
         }
+        if let Some(a) = &app {
+            events.schedule(APP, a.start);
+        }
         Ok(Simulation {
             end: Time(cfg.duration_ns),
             cfg,
             conns,
             links,
             files_pending,
+            app,
             changes,
             next_change: 0,
             events,
@@ -294,6 +382,7 @@ impl Simulation {
                 stack: cfg.stack.stack(),
                 initial_rwnd: Bytes(client.initial_window()),
                 total: spec.total,
+                app_limited: spec.app_limited,
                 subflows,
                 loss_recovery: cfg.loss_recovery.recovery(),
                 trace,
@@ -331,6 +420,7 @@ impl Simulation {
             cc: f.cc(),
             sched,
             total: f.size_bytes.map(Bytes),
+            app_limited: false,
             paths: f.paths.clone(),
             syn_at: Time(f.start_ns),
         };
@@ -406,6 +496,7 @@ impl Simulation {
             self.processed += u64::from(c != SAMPLER);
             match c {
                 SCHEDULE => self.apply_changes(),
+                APP => self.app_write(),
                 SAMPLER => {
                     self.sampled = true;
                     if let Some(d) = self.sample_interval {
@@ -438,6 +529,25 @@ impl Simulation {
         }
     }
 
+    /// The application writes its next block.
+    fn app_write(&mut self) {
+        let now = self.now;
+        let Some(app) = self.app.as_mut() else {
+            return;
+        };
+        let segs = app.block_segs;
+        app.written += 1;
+        let next = app.start + app.interval * app.written;
+        let main = &mut self.conns[0];
+        if !main.started {
+            main.started = true;
+            main.server.start(now);
+        }
+        main.server.app_write(now, segs);
+        self.events.schedule(APP, next);
+        self.flush_server(0);
+    }
+
     /// Competing flow `k` sends its SYN: its handshake meets the queues as they are now.
     fn open_flow(&mut self, k: usize, id: ComponentId) {
         let mut conn = Self::flow(&self.cfg, k - 1, &self.links).expect("validated");
@@ -457,6 +567,7 @@ impl Simulation {
         summary::build(
             &self.cfg,
             &self.conns,
+            self.app.as_ref(),
             main_end,
             run_end,
             self.processed,
@@ -472,6 +583,11 @@ impl Simulation {
             if l.is_multiple_of(2) {
                 let conn = &mut self.conns[k];
                 conn.client.handle_data(now, &pkt);
+                if k == 0 {
+                    if let Some(app) = self.app.as_mut() {
+                        app.on_delivered(now, conn.client.stats.delivered_bytes);
+                    }
+                }
                 if !conn.done && conn.file && conn.client.complete_at().is_some() {
                     conn.done = true;
                     self.files_pending = self.files_pending.saturating_sub(1);

@@ -1,7 +1,8 @@
 //! The summary of a run, the JSON object `mpsched run --json` prints.
 
 use crate::config::{Config, Protocol, Workload};
-use crate::sim::Conn;
+use crate::sim::{App, Conn};
+use mpsched_core::conn::stats::Histogram;
 use mpsched_core::Time;
 use serde::Serialize;
 
@@ -88,6 +89,20 @@ pub struct Summary {
     pub mean_flow_goodput_mbps: Option<f64>,
     /// Connections with a file that did not finish within the run.
     pub unfinished_flows: Option<u64>,
+    /// A rate-limited application (`Workload::Rate`): from each block's write to its last
+    /// byte delivered in order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub block_delay_ms: Option<Quantiles>,
+    /// Its worst block against the least a block can take (the best path's propagation
+    /// delay plus the block's serialization): max / ideal - 1, paper 001's "relative delay
+    /// increase" of the worst block.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub block_delay_increase: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blocks_delivered: Option<u64>,
+    /// When the worst block was written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub block_worst_at_s: Option<f64>,
 }
 
 /// One connection of a run with competing flows.
@@ -109,6 +124,16 @@ pub struct FlowSummary {
     pub rtos: u64,
     pub queue_drops: u64,
     pub random_drops: u64,
+}
+
+/// A histogram of nanoseconds in milliseconds.
+fn quantiles_ms(h: &Histogram) -> Quantiles {
+    Quantiles {
+        mean: h.mean() / 1e6,
+        p50: h.quantile(0.5) as f64 / 1e6,
+        p99: h.quantile(0.99) as f64 / 1e6,
+        max: h.max() as f64 / 1e6,
+    }
 }
 
 fn protocol_name(p: Protocol) -> &'static str {
@@ -156,6 +181,7 @@ fn flow_summary(cfg: &Config, k: usize, conn: &Conn, run_end: Time) -> FlowSumma
 pub fn build(
     cfg: &Config,
     conns: &[Conn],
+    app: Option<&App>,
     end: Time,
     run_end: Time,
     events: u64,
@@ -250,15 +276,10 @@ pub fn build(
         bytes_delivered: client.stats.delivered_bytes,
         duration_s,
         completion_s: match cfg.workload {
-            Workload::Bulk => None,
+            Workload::Bulk | Workload::Rate { .. } => None,
             Workload::File { .. } => client.complete_at().map(|t| t.as_secs_f64()),
         },
-        ooo_delay_ms: Quantiles {
-            mean: ooo.mean() / 1e6,
-            p50: ooo.quantile(0.5) as f64 / 1e6,
-            p99: ooo.quantile(0.99) as f64 / 1e6,
-            max: ooo.max() as f64 / 1e6,
-        },
+        ooo_delay_ms: quantiles_ms(ooo),
         data_ack_step_segments: Quantiles {
             mean: steps.mean(),
             p50: steps.quantile(0.5) as f64,
@@ -280,5 +301,12 @@ pub fn build(
         mean_flow_completion_s,
         mean_flow_goodput_mbps,
         unfinished_flows,
+        block_delay_ms: app.map(|a| quantiles_ms(&a.delays)),
+        block_delay_increase: app.and_then(|a| {
+            let ideal = a.ideal.as_nanos() as f64;
+            (a.delays.count() > 0 && ideal > 0.0).then(|| a.delays.max() as f64 / ideal - 1.0)
+        }),
+        blocks_delivered: app.map(|a| a.delays.count()),
+        block_worst_at_s: app.and_then(|a| a.worst).map(|(_, t)| t.as_secs_f64()),
     }
 }

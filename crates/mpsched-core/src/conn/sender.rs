@@ -55,6 +55,9 @@ pub struct SenderConfig {
     pub initial_rwnd: Bytes,
     /// Bytes to send in all; `None` is an endless bulk transfer.
     pub total: Option<Bytes>,
+    /// The application writes only what `Sender::app_write` gives it (a rate-limited source)
+    /// instead of keeping the send buffer full.
+    pub app_limited: bool,
     pub subflows: Vec<SubflowConfig>,
     /// How every subflow finds its losses.
     pub loss_recovery: LossRecovery,
@@ -84,6 +87,8 @@ pub struct DataQueue {
     /// Send buffer in segments (at least one).
     sndbuf_segs: u64,
     total_segs: Option<u64>,
+    /// Segments the application has written so far; `None`: it always has more.
+    app_segs: Option<u64>,
     last_len: u32,
     /// Payload of a full segment (`wire::mss`).
     mss: u32,
@@ -104,6 +109,7 @@ impl DataQueue {
             right_edge: rwnd.0,
             sndbuf_segs: (sndbuf.0 / m).max(1),
             total_segs,
+            app_segs: None,
             last_len,
             mss,
         }
@@ -179,6 +185,9 @@ impl DataQueue {
         let mut end = self.una + self.sndbuf_segs;
         if let Some(t) = self.total_segs {
             end = end.min(t);
+        }
+        if let Some(a) = self.app_segs {
+            end = end.min(a);
         }
         while self.written_end() < end {
             let dseq = self.written_end();
@@ -281,6 +290,9 @@ impl Sender {
             .collect::<Vec<_>>();
         let mss = wire::mss(cfg.mptcp);
         let mut data = DataQueue::new(mss, cfg.sndbuf, cfg.total, cfg.initial_rwnd);
+        if cfg.app_limited {
+            data.app_segs = Some(0);
+        }
         if cfg.sndbuf_autotune {
             // Before the first ACK only the first subflow is up.
             data.sndbuf_segs = 1;
@@ -386,6 +398,16 @@ impl Sender {
     /// Starts the transfer (the request reached the server).
     pub fn start(&mut self, now: Time) {
         self.push(now);
+    }
+
+    /// A rate-limited application writes `segs` more segments (`SenderConfig::app_limited`).
+    /// What the send buffer cannot take yet waits in the application.
+    pub fn app_write(&mut self, now: Time, segs: u64) {
+        if let Some(a) = self.data.app_segs.as_mut() {
+            *a += segs;
+            self.data.write();
+            self.push(now);
+        }
     }
 
     pub fn handle_ack(&mut self, now: Time, pkt: &Packet) {

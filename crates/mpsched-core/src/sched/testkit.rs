@@ -62,6 +62,7 @@ pub fn sender_params(scheduler: &str, s: Setup, mut params: SchedParams) -> Send
             stack: crate::conn::Stack::Upstream,
             initial_rwnd: Bytes(s.rwnd_segments * MSS64),
             total: s.total_bytes.map(Bytes),
+            app_limited: false,
             subflows,
             loss_recovery: Default::default(),
             trace: true,
