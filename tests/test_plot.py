@@ -125,3 +125,13 @@ def test_cli_plot_and_compare(run_cli, runs: dict[str, Path], tmp_path: Path) ->
     assert missing.err.startswith("error: ") and "not a run directory" in missing.err
     labels = run_cli("compare", str(runs["rr"]), "--label", "a", "--label", "b")
     assert labels.code == 2 and "--label: 2 labels for 1 runs" in labels.err
+
+
+def test_competing_flows_get_a_plot_from_the_summary_alone(tmp_path: Path) -> None:
+    scenario = Path(mpsched.__file__).parent / "experiments" / "paper004-wlan-lte.toml"
+    mpsched.run(scenario, out=tmp_path / "run", trace=False, **{"flow.0.count": 5})
+    written = plot_run(tmp_path / "run")
+    assert [p.name for p in written] == ["totals.png", "flows.png", "index.html"]
+    width, height = png_size(written[1])
+    assert width >= 1200 and height >= 500
+    # (Without competing flows there is no flows plot: see the bare run above.)

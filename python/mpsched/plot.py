@@ -663,6 +663,69 @@ def plot_totals(runs: Sequence[Run], labels: Sequence[str]) -> Figure | None:
     return fig
 
 
+def plot_flows(runs: Sequence[Run], labels: Sequence[str]) -> Figure | None:
+    """Competing flows (``[[flow]]``): each connection from its SYN to its last byte, and the
+    CDF of their completion times (paper 004's AFT is its mean)."""
+    import numpy as np
+
+    flows = [[f for f in run.summary.get("flows") or [] if isinstance(f, dict)] for run in runs]
+    if not any(flows):
+        return None
+    compare = len(runs) > 1
+    fig = _figure(1, "Competing flows (MPTCP-SF Figs. 5, 10)", labels, height=4.2)
+    timeline, cdf = fig.subplots(1, 2, gridspec_kw={"width_ratios": [3, 2]})
+    sizes = {"<100 KB": "#1f77b4", "100-400 KB": "#ff7f0e", ">=400 KB": "#2ca02c"}
+
+    def size_class(size: Any) -> str:
+        if not isinstance(size, int | float):
+            return "bulk"
+        return "<100 KB" if size < 100e3 else "100-400 KB" if size < 400e3 else ">=400 KB"
+
+    shown: set[str] = set()
+    for r, (run, conns) in enumerate(zip(runs, flows, strict=True)):
+        end = float(run.summary.get("duration_s") or 0)
+        offset = (r - (len(runs) - 1) / 2) * 0.8 / len(runs)
+        for f in conns:
+            start = float(f.get("start_s") or 0)
+            done = f.get("completion_s")
+            stop = start + float(done) if done is not None else max(end, start)
+            cls = size_class(f.get("size_bytes"))
+            color = COLORS[r % len(COLORS)] if compare else sizes.get(cls, "#999999")
+            label = labels[r] if compare else cls
+            timeline.plot(
+                [start, stop],
+                [f["flow"] + offset] * 2,
+                color=color,
+                linestyle="-" if done is not None else ":",
+                linewidth=2,
+                label=None if label in shown else label,
+            )
+            shown.add(label)
+        done = np.array([float(f["completion_s"]) for f in conns if f.get("completion_s")])
+        if done.size:
+            xs, ps = traces.cdf(done)
+            name = f"{labels[r]}: " if compare else ""
+            cdf.step(
+                xs,
+                ps,
+                where="post",
+                color=COLORS[r % len(COLORS)],
+                label=f"{name}{done.size} finished, mean {done.mean():.3f} s",
+            )
+    timeline.set_title("each connection, SYN to last byte (dotted: bulk or unfinished)")
+    timeline.set_xlabel("time (s)")
+    timeline.set_ylabel("flow (0: the main connection)")
+    timeline.invert_yaxis()
+    timeline.legend(loc="lower left", frameon=True)
+    cdf.set_title("completion times")
+    cdf.set_xlabel("completion (s)")
+    cdf.set_ylabel("CDF")
+    cdf.set_ylim(0, 1.02)
+    cdf.set_xlim(left=0)
+    cdf.legend(loc="lower right", frameon=True)
+    return fig
+
+
 def _plot_needed_gap(ax: Axes, run: Run, color: str, label: str) -> None:
     """Beside the STMS gap, the gap the slow subflow's segments needed (mpsched.gaps)."""
     segments = run.frame("segments", SEGMENT_GAP_COLUMNS)
@@ -714,6 +777,7 @@ PLOTS: dict[str, tuple[Callable[[Sequence[Run], Sequence[str]], Figure | None], 
     "free_cwnd": (plot_free_cwnd, "Free cwnd at each ACK (burstiness)."),
     "bursts": (plot_bursts, "Packets per burst per subflow."),
     "totals": (plot_totals, "Per-subflow totals (and aggregation benefit when computed)."),
+    "flows": (plot_flows, "Competing flows: each connection's lifetime, completion-time CDF."),
     "scheduler": (plot_scheduler, "Values the scheduler recorded over time."),
 }
 """Every plot: ``name -> (function, caption)``, in the order of the index page."""
