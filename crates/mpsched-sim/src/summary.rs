@@ -120,6 +120,8 @@ pub struct FlowSummary {
     pub bytes_delivered: u64,
     /// Bytes delivered over the time from its SYN to its completion (or the end of the run).
     pub goodput_mbps: f64,
+    /// Data packets sent, retransmissions included.
+    pub packets_sent: u64,
     pub retransmits: u64,
     pub rtos: u64,
     pub queue_drops: u64,
@@ -169,6 +171,7 @@ fn flow_summary(cfg: &Config, k: usize, conn: &Conn, run_end: Time) -> FlowSumma
         } else {
             0.0
         },
+        packets_sent: sfs.iter().map(|s| s.stats.packets_sent).sum(),
         retransmits: sfs.iter().map(|s| s.stats.retransmits).sum(),
         rtos: sfs.iter().map(|s| s.stats.rtos).sum(),
         queue_drops: conn.drops.iter().map(|d| d.queue).sum(),
