@@ -320,8 +320,8 @@ BENCH_SWEEPS = ("e",)
 
 def bench_suite(names: list[str]) -> dict[str, Any]:
     """The fixed benchmark scenarios (a: 2 x 30 Mbit/s 60 s, b: 2 x 300 Mbit/s 600 s,
-    c: 8 x 100 Mbit/s 60 s, d: c shared by 50 connections) in this process, beside a bare event-heap loop, and the sweep
-    (e): paper 001's 400 settings on every core."""
+    c: 8 x 100 Mbit/s 60 s, d: c shared by 50 connections) in this process, beside a bare
+    event-heap loop, and the sweep (e): paper 001's 400 settings on every core."""
     heap = statistics.median(
         float(api.native().bench_event_queue(5_000_000, 1024)) for _ in range(HEAP_RUNS)
     )
