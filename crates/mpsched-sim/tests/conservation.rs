@@ -5,7 +5,9 @@
 use mpsched_core::rng::Rng;
 use mpsched_core::units::wire::{self, MSS};
 use mpsched_sim::build::*;
-use mpsched_sim::config::{Change, Config, LinkSpec, PathConfig, Protocol, QueueSpec, Workload};
+use mpsched_sim::config::{
+    Change, Config, FlowConfig, LinkSpec, PathConfig, Protocol, QueueSpec, Workload,
+};
 use mpsched_sim::Simulation;
 
 fn log_uniform(r: &mut Rng, lo: f64, hi: f64) -> f64 {
@@ -92,6 +94,29 @@ fn random_scenario(case: u64) -> Config {
     c.workload = Workload::File {
         size_bytes: 1 + r.below(4_000_000),
     };
+    // Competing flows in a third of the cases: files too, on a random subset of the paths.
+    if r.chance(0.3) {
+        c.flows = (0..1 + r.below(3))
+            .map(|_| {
+                let tcp = r.chance(0.3);
+                let first = r.below(n as u64) as usize;
+                let paths = if tcp {
+                    vec![first]
+                } else {
+                    (0..n).filter(|&p| p == first || r.chance(0.5)).collect()
+                };
+                FlowConfig {
+                    start_ns: r.below(2 * S),
+                    protocol: if tcp { Protocol::Tcp } else { Protocol::Mptcp },
+                    scheduler: scheds[r.below(scheds.len() as u64) as usize].into(),
+                    scheduler_params: Default::default(),
+                    congestion: ccs[r.below(4) as usize].into(),
+                    size_bytes: Some(1 + r.below(2_000_000)),
+                    paths,
+                }
+            })
+            .collect();
+    }
     c
 }
 
@@ -104,10 +129,21 @@ fn every_byte_arrives_exactly_once_and_in_order() {
         };
         let desc = format!("case {case}: {cfg:?}");
         let cfg_mptcp = cfg.protocol == Protocol::Mptcp;
+        let flow_sizes: Vec<u64> = cfg.flows.iter().map(|f| f.size_bytes.unwrap()).collect();
         let out = Simulation::new(cfg, true).unwrap().run();
         let s = &out.summary;
         assert!(s.completion_s.is_some(), "did not complete: {desc}\n{s:?}");
         assert_eq!(s.bytes_delivered, size_bytes, "{desc}");
+        // Every competing flow gets its whole file too, and the run waited for it.
+        for (k, &size) in flow_sizes.iter().enumerate() {
+            let f = &s.flows[k + 1];
+            assert_eq!(f.bytes_delivered, size, "flow {k}: {desc}");
+            assert!(
+                f.completion_s.is_some(),
+                "flow {k} did not complete: {desc}"
+            );
+        }
+        assert_eq!(s.unfinished_flows, Some(0), "{desc}");
         let t = out.traces.unwrap();
         let d = &t.delivery;
         let mss = wire::mss(cfg_mptcp) as u64;
