@@ -164,9 +164,10 @@ mod tests {
     }
 
     const PATH: &str = r#"{"name": "a", "down": {"rate_bps": 30000000, "delay_ns": 20000000,
-        "loss": 0.01, "queue": {"time_ns": 50000000}}, "up": {"rate_bps": 10000000,
+        "loss": 0.01, "queue": {"time_ns": 50000000}, "jitter_ns": 4000000}, "up": {"rate_bps": 10000000,
         "delay_ns": 10000000, "loss": 0.0, "queue": {"packets": 100}},
-        "schedule": [{"at_ns": 2000, "delay_up_ns": 5}, {"at_ns": 1000, "rate_bps": 5}]}"#;
+        "schedule": [{"at_ns": 2000, "delay_up_ns": 5}, {"at_ns": 1000, "rate_bps": 5},
+        {"at_ns": 3000, "jitter_down_ns": 7}]}"#;
     const DEV: &str =
         r#"{"client_ns": "c", "client_dev": "c0", "server_ns": "s", "server_dev": "s0"}"#;
 
@@ -182,9 +183,15 @@ mod tests {
         assert_eq!((down.stream, up.stream), (1, 2));
         assert_eq!(down.link.rate, Rate::mbps(30));
         assert_eq!(up.link.delay, Dur::from_millis(10));
-        // Sorted by time; the rate applies to both directions, each delay to its own.
-        assert_eq!(down.changes.len(), 1);
+        assert_eq!(
+            (down.link.jitter, up.link.jitter),
+            (Dur::from_millis(4), Dur::ZERO)
+        );
+        // Sorted by time; the rate applies to both directions, each delay and jitter to its
+        // own.
+        assert_eq!(down.changes.len(), 2);
         assert_eq!(down.changes[0].rate, Some(Rate::bps(5)));
+        assert_eq!(down.changes[1].jitter, Some(Dur(7)));
         assert_eq!(up.changes.len(), 2);
         assert_eq!(up.changes[0].at, Dur(1000));
         assert_eq!(up.changes[1].delay, Some(Dur(5)));
