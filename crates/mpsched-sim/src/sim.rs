@@ -427,11 +427,6 @@ impl Simulation {
         Ok(Self::connection(cfg, spec, links, false))
     }
 
-    /// The main connection.
-    pub fn main(&self) -> &Conn {
-        &self.conns[0]
-    }
-
     /// Runs to the end of the scenario (its duration, or the file's last byte delivered),
     /// keeping any traces of the main connection in memory.
     pub fn run(mut self) -> RunOutput {
