@@ -37,6 +37,10 @@ def _num(value: Any, spec: str = ",.2f", unit: str = "") -> str:
     return f"{value:{spec}}{unit}"
 
 
+def _pct(value: Any) -> float | None:
+    return value * 100 if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
 def _int(value: Any) -> str:
     return _num(value, ",d") if isinstance(value, int) else _num(value, ",.0f")
 
@@ -161,7 +165,8 @@ def print_summary(result: api.Result, console: Console) -> None:
             "blocks",
             f"{_int(s.get('blocks_delivered'))} delivered; delay "
             + _stats(s.get("block_delay_ms"), ("mean", "p50", "p99", "max"), " ms")
-            + f"; worst/best - 1: {_num(s.get('block_delay_increase'), '.2f')}",
+            + f"; worst {_num(_pct(s.get('block_delay_increase')), ',.0f', '%')} over the least"
+            " a block can take",
         )
     flows = [f for f in s.get("flows") or [] if isinstance(f, dict)]
     if flows:
