@@ -355,7 +355,7 @@ def test_the_paper003_sweep_varies_the_router_and_receive_buffers() -> None:
 def test_the_paper004_sweep_covers_figs_4_5_7_and_8() -> None:
     sweep = load_sweep(ROOT / "experiments" / "paper004-flows.toml")
     groups = {p.group for p in sweep.points}
-    assert groups == {"fig5a", "fig5b", "fig7", "fig4", "fig8"}
+    assert groups == {"fig5a", "fig5b", "fig7", "fig4", "fig8", "all-schedulers"}
     assert sweep.repetitions == 10
     for p in sweep.points:
         sc = mpsched.load(sweep.base, p.overrides)
@@ -365,6 +365,10 @@ def test_the_paper004_sweep_covers_figs_4_5_7_and_8() -> None:
             assert sc.flow[0].count == 29
         native = mpsched.to_native(sc)
         assert native["loss_recovery"] in ("linux", "classic")
+    every = {
+        p.overrides["connection.scheduler"] for p in sweep.points if p.group == "all-schedulers"
+    }
+    assert every == {info.name for info in mpsched.schedulers()}
     fig5b = [p for p in sweep.points if p.group == "fig5b"]
     sc = mpsched.load(sweep.base, fig5b[0].overrides)
     assert {p.rate for p in sc.path} == {10_000_000}
@@ -373,7 +377,7 @@ def test_the_paper004_sweep_covers_figs_4_5_7_and_8() -> None:
 
 def test_the_paper004_wireless_sweep_is_wlan_and_lte_with_poisson_arrivals() -> None:
     sweep = load_sweep(ROOT / "experiments" / "paper004-wireless.toml")
-    assert len(sweep.points) == 2 * 4 and sweep.repetitions == 20
+    assert len(sweep.points) == 2 * 4 + 13 and sweep.repetitions == 20
     sc = mpsched.load(sweep.base, sweep.points[0].overrides)
     assert [(p.name, p.rate) for p in sc.path] == [("wlan", 6_000_000), ("lte", 36_700_000)]
     assert sc.workload.size == 15_000_000
