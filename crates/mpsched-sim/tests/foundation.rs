@@ -252,3 +252,31 @@ fn a_file_completes_and_reports_its_completion_time() {
     assert!(t < 10.0, "{t}");
     assert_eq!(s.duration_s, t);
 }
+
+#[test]
+fn classic_loss_recovery_follows_the_mathis_law_in_a_bulk_transfer() {
+    // Without RACK and tail loss probes a bulk transfer still finds nearly every loss by
+    // three duplicate ACKs: the segments sent after a loss keep the SACKs coming. So Reno
+    // follows Mathis et al. as with Linux's recovery. (What classic recovery changes is the
+    // tail of a short flow, with nothing sent after the loss: tests/flows.rs.)
+    for p in [0.001, 0.02] {
+        let mut c = tcp(
+            1000 * MBPS,
+            50 * MS,
+            QueueSpec::Bytes(64 * MIB),
+            p,
+            "reno",
+            300,
+        );
+        c.seed = 7;
+        c.loss_recovery = mpsched_sim::config::RecoveryName::Classic;
+        let s = run(c);
+        let mathis = 1448.0 * 8.0 / 0.050 * (1.5f64).sqrt() / p.sqrt() / 1e6;
+        let ratio = s.goodput_mbps / mathis;
+        assert!(
+            (0.6..=1.4).contains(&ratio),
+            "p={p}: goodput {:.2} vs Mathis {mathis:.2} (ratio {ratio:.2})",
+            s.goodput_mbps
+        );
+    }
+}
