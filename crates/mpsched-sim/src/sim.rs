@@ -103,6 +103,16 @@ pub struct Conn {
     syn_pending: bool,
 }
 
+impl Conn {
+    /// The request reaches the server: it starts sending (once).
+    fn start_once(&mut self, now: Time) {
+        if !self.started {
+            self.started = true;
+            self.server.start(now);
+        }
+    }
+}
+
 struct ConnSpec {
     mptcp: bool,
     cc: CcKind,
@@ -504,10 +514,7 @@ impl Simulation {
                         self.open_flow(k, c);
                     } else if (c - first_conn).is_multiple_of(2) {
                         let conn = &mut self.conns[k];
-                        if !conn.started {
-                            conn.started = true;
-                            conn.server.start(t);
-                        }
+                        conn.start_once(t);
                         conn.server.handle_timeout(t);
                         self.flush_server(k);
                     } else {
@@ -534,10 +541,7 @@ impl Simulation {
         app.written += 1;
         let next = app.start + app.interval * app.written;
         let main = &mut self.conns[0];
-        if !main.started {
-            main.started = true;
-            main.server.start(now);
-        }
+        main.start_once(now);
         main.server.app_write(now, segs);
         self.events.schedule(APP, next);
         self.flush_server(0);
@@ -602,47 +606,44 @@ impl Simulation {
         }
     }
 
+    /// Puts a packet of connection `k` on its subflow's path: data down, ACKs up.
+    fn send(&mut self, k: usize, pkt: Packet, data: bool) {
+        let sf = pkt.subflow as usize;
+        let p = self.conns[k].paths[sf];
+        let l = if data { down(p) } else { up(p) };
+        let tagged = Tagged {
+            conn: k as u32,
+            pkt,
+        };
+        let result = self.links[l].enqueue(self.now, tagged);
+        let d = &mut self.conns[k].drops[sf];
+        match (result, data) {
+            (Ok(()), _) => {}
+            (Err(Drop::QueueFull), true) => d.queue += 1,
+            (Err(Drop::Random), true) => d.random += 1,
+            (Err(Drop::QueueFull), false) => d.ack_queue += 1,
+            (Err(Drop::Random), false) => d.ack_random += 1,
+        }
+        self.rearm_link(l);
+    }
+
     fn flush_server(&mut self, k: usize) {
-        let now = self.now;
         while let Some(pkt) = self.conns[k].server.poll_transmit() {
-            let sf = pkt.subflow as usize;
-            let l = down(self.conns[k].paths[sf]);
-            let tagged = Tagged {
-                conn: k as u32,
-                pkt,
-            };
-            match self.links[l].enqueue(now, tagged) {
-                Ok(()) => {}
-                Err(Drop::QueueFull) => self.conns[k].drops[sf].queue += 1,
-                Err(Drop::Random) => self.conns[k].drops[sf].random += 1,
-            }
-            self.rearm_link(l);
+            self.send(k, pkt, true);
         }
         if let Some(t) = self.conns[k].server.poll_timeout() {
             let id = self.first_conn() + 2 * k as ComponentId;
-            self.events.schedule(id, t.max(now));
+            self.events.schedule(id, t.max(self.now));
         }
     }
 
     fn flush_client(&mut self, k: usize) {
-        let now = self.now;
         while let Some(pkt) = self.conns[k].client.poll_transmit() {
-            let sf = pkt.subflow as usize;
-            let l = up(self.conns[k].paths[sf]);
-            let tagged = Tagged {
-                conn: k as u32,
-                pkt,
-            };
-            match self.links[l].enqueue(now, tagged) {
-                Ok(()) => {}
-                Err(Drop::QueueFull) => self.conns[k].drops[sf].ack_queue += 1,
-                Err(Drop::Random) => self.conns[k].drops[sf].ack_random += 1,
-            }
-            self.rearm_link(l);
+            self.send(k, pkt, false);
         }
         if let Some(t) = self.conns[k].client.poll_timeout() {
             let id = self.first_conn() + 2 * k as ComponentId + 1;
-            self.events.schedule(id, t.max(now));
+            self.events.schedule(id, t.max(self.now));
         }
     }
 

@@ -74,6 +74,18 @@ fn tcp_fills_a_link_with_a_one_bdp_buffer() {
     assert!(s.goodput_mbps <= payload_mbps(30 * MBPS));
 }
 
+/// Reno's goodput over a 50 ms path with random loss `p` is within 40% of Mathis et al.
+/// (1997): MSS / RTT x sqrt(3/2) / sqrt(p).
+fn assert_mathis(s: &Summary, p: f64) {
+    let mathis = 1448.0 * 8.0 / 0.050 * (1.5f64).sqrt() / p.sqrt() / 1e6;
+    let ratio = s.goodput_mbps / mathis;
+    assert!(
+        (0.6..=1.4).contains(&ratio),
+        "p={p}: goodput {:.2} vs Mathis {mathis:.2} (ratio {ratio:.2})",
+        s.goodput_mbps
+    );
+}
+
 #[test]
 fn reno_follows_the_mathis_law_under_random_loss() {
     // Mathis et al. 1997: rate = MSS / RTT x sqrt(3/2) / sqrt(p). A 1 Gbit/s path keeps the
@@ -82,14 +94,7 @@ fn reno_follows_the_mathis_law_under_random_loss() {
     for p in [0.001, 0.0004] {
         let mut c = tcp(1000 * MBPS, rtt, QueueSpec::Bytes(64 * MIB), p, "reno", 300);
         c.seed = 7;
-        let s = run(c);
-        let mathis = 1448.0 * 8.0 / 0.050 * (1.5f64).sqrt() / p.sqrt() / 1e6;
-        let ratio = s.goodput_mbps / mathis;
-        assert!(
-            (0.6..=1.4).contains(&ratio),
-            "p={p}: goodput {:.2} vs Mathis {mathis:.2} (ratio {ratio:.2})",
-            s.goodput_mbps
-        );
+        assert_mathis(&run(c), p);
     }
 }
 
@@ -270,13 +275,6 @@ fn classic_loss_recovery_follows_the_mathis_law_in_a_bulk_transfer() {
         );
         c.seed = 7;
         c.loss_recovery = mpsched_sim::config::RecoveryName::Classic;
-        let s = run(c);
-        let mathis = 1448.0 * 8.0 / 0.050 * (1.5f64).sqrt() / p.sqrt() / 1e6;
-        let ratio = s.goodput_mbps / mathis;
-        assert!(
-            (0.6..=1.4).contains(&ratio),
-            "p={p}: goodput {:.2} vs Mathis {mathis:.2} (ratio {ratio:.2})",
-            s.goodput_mbps
-        );
+        assert_mathis(&run(c), p);
     }
 }

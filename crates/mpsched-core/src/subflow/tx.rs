@@ -1149,8 +1149,14 @@ mod tests {
     }
 
     fn sent(n: u64) -> (SubflowTx, Reno) {
+        sent_with(n, LossRecovery::Linux)
+    }
+
+    /// `n` segments sent at time zero, losses found as `recovery` says.
+    fn sent_with(n: u64, recovery: LossRecovery) -> (SubflowTx, Reno) {
         let mut cc = Reno;
         let mut sf = SubflowTx::new(0, Time::ZERO);
+        sf.set_loss_recovery(recovery);
         for i in 0..n {
             sf.transmit_new(Time::ZERO, i, 1448, &mut cc);
         }
@@ -1365,21 +1371,11 @@ mod tests {
         assert_eq!(sf.stats.rtos, 0);
     }
 
-    fn sent_classic(n: u64) -> (SubflowTx, Reno) {
-        let mut cc = Reno;
-        let mut sf = SubflowTx::new(0, Time::ZERO);
-        sf.set_loss_recovery(LossRecovery::Classic);
-        for i in 0..n {
-            sf.transmit_new(Time::ZERO, i, 1448, &mut cc);
-        }
-        (sf, cc)
-    }
-
     #[test]
     fn classic_recovery_needs_three_sacks_above_a_hole() {
         // RFC 6675 IsLost: one or two SACKed segments above a hole are reordering for all
         // DupThresh knows (no RACK timer); the third makes it a loss.
-        let (mut sf, mut cc) = sent_classic(5);
+        let (mut sf, mut cc) = sent_with(5, LossRecovery::Classic);
         sf.cwnd_validate(true);
         sf.on_ack(ms(100), &ack(0, &[(1, 3)]), &mut cc, &[]);
         assert_eq!(sf.ca_state(), CaState::Open);
@@ -1397,7 +1393,7 @@ mod tests {
         // The same tail loss the probe repairs in 2 RTTs under Linux's recovery: here no
         // probe is armed, and the RTO is max(SRTT + 4 RTTVAR, 1 s) = 1 s after the ACK
         // (SRTT 100 ms, RTTVAR 50 ms), not SRTT + max(4 RTTVAR, 200 ms) = 300 ms.
-        let (mut sf, mut cc) = sent_classic(10);
+        let (mut sf, mut cc) = sent_with(10, LossRecovery::Classic);
         sf.cwnd_validate(true);
         sf.on_ack(ms(100), &ack(8, &[]), &mut cc, &[]);
         assert_eq!(sf.tlp_at(), None);
