@@ -157,6 +157,13 @@ fn schedulers() -> Vec<(&'static str, &'static str, &'static str, Vec<&'static s
         .collect()
 }
 
+/// What scenarios may name and what runs return, each with its meaning (JSON; see
+/// `mpsched_sim::contract`).
+#[pyfunction]
+fn contract() -> String {
+    mpsched_sim::contract::contract_json()
+}
+
 /// Million push/pop pairs per second of a bare binary-heap event loop.
 #[pyfunction]
 #[pyo3(signature = (events=5_000_000, pending=1024))]
@@ -179,6 +186,7 @@ fn bench_scenarios(py: Python<'_>, names: Vec<String>) -> PyResult<String> {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(schedulers, m)?)?;
+    m.add_function(wrap_pyfunction!(contract, m)?)?;
     m.add_function(wrap_pyfunction!(bench_event_queue, m)?)?;
     m.add_function(wrap_pyfunction!(bench_scenarios, m)?)?;
     m.add_class::<pysched::PySubflowView>()?;

@@ -2,7 +2,7 @@
 //! (`mpsched bench` measures whole scenarios.)
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
-use mpsched_core::cc::CcKind;
+use mpsched_core::cc::Cubic;
 use mpsched_core::conn::sender::SubflowConfig;
 use mpsched_core::conn::{Sender, SenderConfig};
 use mpsched_core::link::{Link, LinkConfig, QueueLimit};
@@ -94,7 +94,7 @@ fn sender(scheduler: &str) -> Sender {
             loss_recovery: Default::default(),
             trace: false,
         },
-        CcKind::Cubic.build(),
+        Box::new(Cubic::new()),
         sched::build(scheduler, &sched::SchedParams::new()).expect("registered"),
         Time::ZERO,
     );

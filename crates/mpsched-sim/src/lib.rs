@@ -3,10 +3,13 @@
 pub mod bench;
 pub mod build;
 pub mod config;
+pub mod contract;
 pub mod event;
+pub mod schema;
 pub mod sim;
 pub mod summary;
 pub mod trace_out;
+pub mod trace_schema;
 
 pub use config::Config;
 pub use event::bench_event_queue;

@@ -1,131 +1,163 @@
 //! The summary of a run, the JSON object `mpsched run --json` prints.
 
 use crate::config::{Config, Protocol, Workload};
+use crate::schema::{described_struct, Kind};
 use crate::sim::{App, Conn};
 use mpsched_core::conn::stats::Histogram;
 use mpsched_core::Time;
 use serde::Serialize;
 
-#[derive(Clone, Debug, Serialize)]
-pub struct Quantiles {
-    pub mean: f64,
-    pub p50: f64,
-    pub p99: f64,
-    pub max: f64,
+described_struct! {
+    /// A distribution's summary, in the unit of the field that holds it.
+    #[derive(Clone, Debug, Serialize)]
+    pub struct Quantiles {
+        mean: f64 = ["", "mean"],
+        p50: f64 = ["", "median"],
+        p99: f64 = ["", "99th percentile"],
+        max: f64 = ["", "largest value"],
+    }
 }
 
-#[derive(Clone, Debug, Serialize)]
-pub struct SubflowSummary {
-    pub name: String,
-    /// Payload bytes sent, retransmissions included.
-    pub bytes_sent: u64,
-    pub packets_sent: u64,
-    /// Application bytes whose delivered copy came on this subflow, per second.
-    pub goodput_mbps: f64,
-    pub bytes_delivered: u64,
-    /// Fraction of the application's bytes this subflow delivered.
-    pub share: f64,
-    pub retransmits: u64,
-    /// Data segments sent here again after another subflow timed out / opportunistically.
-    pub reinjections: u64,
-    pub opportunistic_retransmits: u64,
-    pub rtos: u64,
-    pub fast_recoveries: u64,
-    pub tlp_probes: u64,
-    pub penalizations: u64,
-    /// Data packets dropped at the data-direction queue / by random loss.
-    pub queue_drops: u64,
-    pub random_drops: u64,
-    pub ack_queue_drops: u64,
-    pub ack_random_drops: u64,
-    /// Drops over data packets sent.
-    pub loss_rate: f64,
-    pub srtt_ms: f64,
-    pub min_rtt_ms: f64,
-    pub cwnd_segments: u32,
-    pub mean_free_cwnd_at_ack: f64,
-    pub p99_free_cwnd_at_ack: u64,
-    pub peak_free_cwnd_at_ack: u64,
-    /// Packets sent back to back in one round of sending.
-    pub mean_burst_packets: f64,
-    pub p99_burst_packets: u64,
-    pub max_burst_packets: u64,
-    /// ACKs the receiver held back on this subflow because its window would have shrunk
-    /// (out-of-tree MPTCP).
-    pub held_acks: u64,
+described_struct! {
+    /// One subflow of the main connection.
+    #[derive(Clone, Debug, Serialize)]
+    pub struct SubflowSummary {
+        name: String = ["", "the path the subflow runs on"],
+        bytes_sent: u64 = ["byte", "payload sent, retransmissions included"],
+        packets_sent: u64 = ["packet", "data packets sent, retransmissions included"],
+        goodput_mbps: f64 = ["Mbit/s",
+            "application bytes whose delivered copy came on this subflow, per second of the run"],
+        bytes_delivered: u64 = ["byte",
+            "application bytes whose delivered copy came on this subflow"],
+        share: f64 = ["fraction", "of the application's bytes, delivered by this subflow"],
+        retransmits: u64 = ["", "subflow-level TCP retransmissions (fast recovery, RTO, TLP)"],
+        reinjections: u64 = ["",
+            "data segments sent here again after another subflow timed out"],
+        opportunistic_retransmits: u64 = ["",
+            "data segments sent here again because they blocked the window"],
+        rtos: u64 = ["", "retransmission timeouts"],
+        fast_recoveries: u64 = ["", "entries into fast recovery"],
+        tlp_probes: u64 = ["", "tail loss probes sent"],
+        penalizations: u64 = ["", "times the subflow's window was halved for blocking it"],
+        queue_drops: u64 = ["packet", "data packets dropped at the data-direction queue"],
+        random_drops: u64 = ["packet", "data packets dropped by random loss"],
+        ack_queue_drops: u64 = ["packet", "ACKs dropped at the ACK-direction queue"],
+        ack_random_drops: u64 = ["packet", "ACKs dropped by random loss"],
+        loss_rate: f64 = ["fraction", "data packets dropped over data packets sent"],
+        srtt_ms: f64 = ["ms", "smoothed RTT at the end of the run"],
+        min_rtt_ms: f64 = ["ms", "smallest RTT sample (0: none)"],
+        cwnd_segments: u32 = ["segment", "congestion window at the end of the run"],
+        mean_free_cwnd_at_ack: f64 = ["segment",
+            "mean free window (cwnd - in flight) when an ACK arrives (STMS Fig. 6)"],
+        p99_free_cwnd_at_ack: u64 = ["segment", "99th percentile of the free window at an ACK"],
+        peak_free_cwnd_at_ack: u64 = ["segment", "largest free window at an ACK"],
+        /// Packets sent back to back in one round of sending.
+        mean_burst_packets: f64 = ["packet",
+            "mean data packets sent back to back in one round of sending"],
+        p99_burst_packets: u64 = ["packet", "99th percentile of a burst"],
+        max_burst_packets: u64 = ["packet", "largest burst"],
+        held_acks: u64 = ["",
+            "ACKs the receiver held back because its window would have shrunk (out-of-tree \
+             stack only)"],
+    }
 }
 
-#[derive(Clone, Debug, Serialize)]
-pub struct Summary {
-    pub protocol: &'static str,
-    pub scheduler: String,
-    pub congestion: String,
-    pub seed: u64,
-    pub goodput_mbps: f64,
-    pub bytes_delivered: u64,
-    pub duration_s: f64,
-    pub completion_s: Option<f64>,
-    pub ooo_delay_ms: Quantiles,
-    pub data_ack_step_segments: Quantiles,
-    pub opportunistic_retransmits: u64,
-    pub reinjections: u64,
-    pub penalizations: u64,
-    pub window_probes: u64,
-    pub peak_reorder_bytes: u64,
-    /// Time-weighted mean of the connection-level reorder queue (OTIAS Fig. 5).
-    pub mean_reorder_bytes: f64,
-    pub data_packets: u64,
-    pub acks_sent: u64,
-    pub events: u64,
-    pub wall_s: f64,
-    pub subflows: Vec<SubflowSummary>,
-    /// With competing flows: every connection, the main one first.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub flows: Vec<FlowSummary>,
-    /// The mean completion time (from SYN to last byte) of the connections (the main one
-    /// and any competing flows) that transfer a file and finished it (paper 004's "AFT").
-    pub mean_flow_completion_s: Option<f64>,
-    /// The mean of the connections' goodputs (each over its SYN to its completion or the end).
-    pub mean_flow_goodput_mbps: Option<f64>,
-    /// Connections with a file that did not finish within the run.
-    pub unfinished_flows: Option<u64>,
-    /// A rate-limited application (`Workload::Rate`): from each block's write to its last
-    /// byte delivered in order.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub block_delay_ms: Option<Quantiles>,
-    /// Its worst block against the least a block can take (the best path's propagation
-    /// delay plus the block's serialization): max / ideal - 1, paper 001's "relative delay
-    /// increase" of the worst block.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub block_delay_increase: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub blocks_delivered: Option<u64>,
-    /// When the worst block was written.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub block_worst_at_s: Option<f64>,
+described_struct! {
+    /// The summary of a run: the main connection, and with competing flows every connection.
+    #[derive(Clone, Debug, Serialize)]
+    pub struct Summary {
+        protocol: &'static str = ["", "\"mptcp\" or \"tcp\""],
+        scheduler: String = ["", "the packet scheduler (\"none\" for TCP)"],
+        congestion: String = ["", "the congestion control"],
+        seed: u64 = ["", "the random seed"],
+        goodput_mbps: f64 = ["Mbit/s",
+            "application bytes delivered in order, per second of duration_s"],
+        bytes_delivered: u64 = ["byte", "application bytes delivered in order"],
+        duration_s: f64 = ["s",
+            "the main connection's time: to its file's last byte, or the whole run"],
+        completion_s: Option<f64> = ["s",
+            "when the file's last byte was delivered (null: bulk, rate-limited or unfinished)"],
+        ooo_delay_ms: Quantiles = ["ms",
+            "out-of-order delay of the delivered segments: delivery - arrival"],
+        data_ack_step_segments: Quantiles = ["segment",
+            "how far each advancing Data ACK moved (STMS Fig. 5)"],
+        opportunistic_retransmits: u64 = ["", "opportunistic retransmissions, all subflows"],
+        reinjections: u64 = ["", "reinjections after a subflow's timeout, all subflows"],
+        penalizations: u64 = ["", "penalizations, all subflows"],
+        window_probes: u64 = ["", "zero-window probes sent"],
+        peak_reorder_bytes: u64 = ["byte",
+            "largest connection-level out-of-order queue at the client"],
+        /// Time-weighted mean of the connection-level reorder queue (OTIAS Fig. 5).
+        mean_reorder_bytes: f64 = ["byte",
+            "time-weighted mean of the connection-level out-of-order queue (OTIAS Fig. 5)"],
+        data_packets: u64 = ["packet", "data packets sent, all subflows"],
+        acks_sent: u64 = ["packet", "ACKs the client sent"],
+        events: u64 = ["", "events the simulator processed"],
+        wall_s: f64 = ["s", "wall time of the run, validation included"],
+        subflows: Vec<SubflowSummary> = ["", "one record per subflow of the main connection"],
+        /// With competing flows: every connection, the main one first.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        flows: Vec<FlowSummary> = ["",
+            "with competing flows: one record per connection, the main one first"],
+        /// The mean completion time (from SYN to last byte) of the connections (the main one
+        /// and any competing flows) that transfer a file and finished it (paper 004's "AFT").
+        mean_flow_completion_s: Option<f64> = ["s",
+            "mean SYN-to-last-byte time of the connections that finished a file (paper 004's \
+             AFT; null: none)"],
+        /// The mean of the connections' goodputs (each over its SYN to its completion or the end).
+        mean_flow_goodput_mbps: Option<f64> = ["Mbit/s",
+            "mean of the connections' goodputs, each over its SYN to its completion or the end"],
+        /// Connections with a file that did not finish within the run.
+        unfinished_flows: Option<u64> = ["", "connections whose file did not finish"],
+        /// A rate-limited application (`Workload::Rate`): from each block's write to its last
+        /// byte delivered in order.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        block_delay_ms: Option<Quantiles> = ["ms",
+            "rate-limited application: each block's write to its last byte delivered in order"],
+        /// Its worst block against the least a block can take (the best path's propagation
+        /// delay plus the block's serialization): max / ideal - 1, paper 001's "relative delay
+        /// increase" of the worst block.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        block_delay_increase: Option<f64> = ["fraction",
+            "the worst block's delay over the least a block can take, minus 1 (paper 001)"],
+        #[serde(skip_serializing_if = "Option::is_none")]
+        blocks_delivered: Option<u64> = ["", "blocks delivered after the warm-up"],
+        /// When the worst block was written.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        block_worst_at_s: Option<f64> = ["s", "when the worst block was written"],
+    }
 }
 
-/// One connection of a run with competing flows.
-#[derive(Clone, Debug, Serialize)]
-pub struct FlowSummary {
-    /// 0 for the main connection, k for `flows[k - 1]`.
-    pub flow: u32,
-    pub protocol: &'static str,
-    /// The paths of its subflows.
-    pub paths: Vec<String>,
-    pub start_s: f64,
-    pub size_bytes: Option<u64>,
-    /// From its SYN to its last byte delivered; `None`: bulk, or not finished.
-    pub completion_s: Option<f64>,
-    pub bytes_delivered: u64,
-    /// Bytes delivered over the time from its SYN to its completion (or the end of the run).
-    pub goodput_mbps: f64,
-    /// Data packets sent, retransmissions included.
-    pub packets_sent: u64,
-    pub retransmits: u64,
-    pub rtos: u64,
-    pub queue_drops: u64,
-    pub random_drops: u64,
+described_struct! {
+    /// One connection of a run with competing flows.
+    #[derive(Clone, Debug, Serialize)]
+    pub struct FlowSummary {
+        flow: u32 = ["", "0 for the main connection, k for the k-th [[flow]]"],
+        protocol: &'static str = ["", "\"mptcp\" or \"tcp\""],
+        paths: Vec<String> = ["", "the paths of its subflows"],
+        start_s: f64 = ["s", "when its SYN left"],
+        size_bytes: Option<u64> = ["byte", "its file's size (null: bulk)"],
+        completion_s: Option<f64> = ["s",
+            "from its SYN to its last byte delivered (null: bulk or unfinished)"],
+        bytes_delivered: u64 = ["byte", "application bytes delivered in order"],
+        goodput_mbps: f64 = ["Mbit/s",
+            "bytes delivered over the time from its SYN to its completion or the end"],
+        packets_sent: u64 = ["packet", "data packets sent, retransmissions included"],
+        retransmits: u64 = ["", "subflow-level TCP retransmissions"],
+        rtos: u64 = ["", "retransmission timeouts"],
+        queue_drops: u64 = ["packet", "its data packets dropped at a queue"],
+        random_drops: u64 = ["packet", "its data packets dropped by random loss"],
+    }
+}
+
+impl Kind for Quantiles {
+    const KIND: &'static str = "quantiles";
+}
+impl Kind for Vec<SubflowSummary> {
+    const KIND: &'static str = "list[subflow]";
+}
+impl Kind for Vec<FlowSummary> {
+    const KIND: &'static str = "list[flow]";
 }
 
 /// A histogram of nanoseconds in milliseconds.

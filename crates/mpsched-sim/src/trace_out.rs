@@ -2,19 +2,16 @@
 //! with its length: every `chunk_rows` rows a table is handed to a sink (which, from Python,
 //! appends a row group to a Parquet file).
 //!
-//! Tables (units in the column names):
-//! - `acks`: one row per ACK the server processes.
-//! - `segments`: one row per data segment, in data order (sent, first received, delivered).
-//! - `bursts`: packets each subflow sent back to back in one round.
-//! - `subflows`: every subflow's state, sampled every `sample_interval`.
-//! - `connection`: the connection's buffers, sampled every `sample_interval`.
-//! - `scheduler`: values a scheduler records (e.g. the STMS gap).
+//! What each table and column holds is declared once, in `trace_schema`.
 
 use mpsched_core::conn::{Receiver, Sender};
 use mpsched_core::link::{HasWireLen, Link};
 use mpsched_core::sched::SchedSample;
 use mpsched_core::trace::{AckTrace, BurstTrace, DeliveryTrace, SentTrace};
 use mpsched_core::Time;
+
+use crate::schema::Table;
+use crate::trace_schema;
 
 pub enum Column {
     U64(Vec<u64>),
@@ -39,6 +36,18 @@ impl Column {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// The type name the native module sends with the column.
+    pub fn dtype(&self) -> &'static str {
+        match self {
+            Column::U64(_) => "u64",
+            Column::U32(_) => "u32",
+            Column::U16(_) => "u16",
+            Column::U8(_) => "u8",
+            Column::F64(_) => "f64",
+            Column::Str(_) => "str",
+        }
+    }
 }
 
 pub struct Chunk {
@@ -47,6 +56,24 @@ pub struct Chunk {
 }
 
 impl Chunk {
+    /// A chunk of `table` whose columns come in the schema's order.
+    pub fn new(table: &'static Table, columns: Vec<Column>) -> Chunk {
+        debug_assert_eq!(table.columns.len(), columns.len(), "{}", table.name);
+        let columns: Vec<(&'static str, Column)> = table
+            .columns
+            .iter()
+            .zip(columns)
+            .map(|(f, c)| {
+                debug_assert_eq!(f.kind, c.dtype(), "{}.{}", table.name, f.name);
+                (f.name, c)
+            })
+            .collect();
+        Chunk {
+            table: table.name,
+            columns,
+        }
+    }
+
     pub fn rows(&self) -> usize {
         self.columns.first().map_or(0, |(_, c)| c.len())
     }
@@ -178,37 +205,37 @@ impl Tracer {
         }
         if full(self.subflows.t_ns.len()) && !self.subflows.t_ns.is_empty() {
             let s = std::mem::take(&mut self.subflows);
-            sink(Chunk {
-                table: "subflows",
-                columns: vec![
-                    ("t_ns", Column::U64(s.t_ns)),
-                    ("subflow", Column::U8(s.subflow)),
-                    ("cwnd_segments", Column::U32(s.cwnd_segments)),
-                    ("ssthresh_segments", Column::U32(s.ssthresh_segments)),
-                    ("srtt_ns", Column::U64(s.srtt_ns)),
-                    ("in_flight_segments", Column::U32(s.in_flight_segments)),
-                    ("bytes_sent", Column::U64(s.bytes_sent)),
-                    ("bytes_delivered", Column::U64(s.bytes_delivered)),
-                    ("queue_bytes", Column::U64(s.queue_bytes)),
+            sink(Chunk::new(
+                &trace_schema::SUBFLOWS,
+                vec![
+                    Column::U64(s.t_ns),
+                    Column::U8(s.subflow),
+                    Column::U32(s.cwnd_segments),
+                    Column::U32(s.ssthresh_segments),
+                    Column::U64(s.srtt_ns),
+                    Column::U32(s.in_flight_segments),
+                    Column::U64(s.bytes_sent),
+                    Column::U64(s.bytes_delivered),
+                    Column::U64(s.queue_bytes),
                 ],
-            });
+            ));
         }
         if full(self.conn.t_ns.len()) && !self.conn.t_ns.is_empty() {
             let c = std::mem::take(&mut self.conn);
-            sink(Chunk {
-                table: "connection",
-                columns: vec![
-                    ("t_ns", Column::U64(c.t_ns)),
-                    ("reorder_bytes", Column::U64(c.reorder_bytes)),
-                    ("rcvbuf_used_bytes", Column::U64(c.rcvbuf_used_bytes)),
-                    ("rcvbuf_bytes", Column::U64(c.rcvbuf_bytes)),
-                    ("rwnd_bytes", Column::U64(c.rwnd_bytes)),
-                    ("sndbuf_used_bytes", Column::U64(c.sndbuf_used_bytes)),
-                    ("sndbuf_bytes", Column::U64(c.sndbuf_bytes)),
-                    ("data_ack_bytes", Column::U64(c.data_ack_bytes)),
-                    ("bytes_delivered", Column::U64(c.bytes_delivered)),
+            sink(Chunk::new(
+                &trace_schema::CONNECTION,
+                vec![
+                    Column::U64(c.t_ns),
+                    Column::U64(c.reorder_bytes),
+                    Column::U64(c.rcvbuf_used_bytes),
+                    Column::U64(c.rcvbuf_bytes),
+                    Column::U64(c.rwnd_bytes),
+                    Column::U64(c.sndbuf_used_bytes),
+                    Column::U64(c.sndbuf_bytes),
+                    Column::U64(c.data_ack_bytes),
+                    Column::U64(c.bytes_delivered),
                 ],
-            });
+            ));
         }
     }
 
@@ -230,27 +257,21 @@ impl Tracer {
             .zip(&first_sent)
             .map(|(a, b)| a.saturating_sub(*b))
             .collect();
-        Chunk {
-            table: "segments",
-            columns: vec![
-                ("dseq", Column::U64(dseq)),
-                ("len_bytes", Column::U32(d.len_bytes.drain(..n).collect())),
-                ("subflow", Column::U8(d.subflow.drain(..n).collect())),
-                (
-                    "transmissions",
-                    Column::U16(s.transmissions.drain(..n).collect()),
-                ),
-                (
-                    "retransmissions",
-                    Column::U16(s.retransmissions.drain(..n).collect()),
-                ),
-                ("t_first_sent_ns", Column::U64(first_sent)),
-                ("t_first_received_ns", Column::U64(first_rcv)),
-                ("t_delivered_ns", Column::U64(delivered)),
-                ("ooo_delay_ns", Column::U64(ooo)),
-                ("e2e_delay_ns", Column::U64(e2e)),
+        Chunk::new(
+            &trace_schema::SEGMENTS,
+            vec![
+                Column::U64(dseq),
+                Column::U32(d.len_bytes.drain(..n).collect()),
+                Column::U8(d.subflow.drain(..n).collect()),
+                Column::U16(s.transmissions.drain(..n).collect()),
+                Column::U16(s.retransmissions.drain(..n).collect()),
+                Column::U64(first_sent),
+                Column::U64(first_rcv),
+                Column::U64(delivered),
+                Column::U64(ooo),
+                Column::U64(e2e),
             ],
-        }
+        )
     }
 }
 
@@ -268,43 +289,76 @@ fn append_delivery(into: &mut DeliveryTrace, from: &mut DeliveryTrace) {
 }
 
 fn acks_chunk(a: AckTrace) -> Chunk {
-    Chunk {
-        table: "acks",
-        columns: vec![
-            ("t_ns", Column::U64(a.t_ns)),
-            ("subflow", Column::U8(a.subflow)),
-            ("data_ack_bytes", Column::U64(a.data_ack_bytes)),
-            ("data_ack_step_bytes", Column::U64(a.data_ack_step_bytes)),
-            ("cwnd_segments", Column::U32(a.cwnd_segments)),
-            ("ssthresh_segments", Column::U32(a.ssthresh_segments)),
-            ("in_flight_segments", Column::U32(a.in_flight_segments)),
-            ("free_cwnd_segments", Column::U32(a.free_cwnd_segments)),
-            ("srtt_ns", Column::U64(a.srtt_ns)),
+    Chunk::new(
+        &trace_schema::ACKS,
+        vec![
+            Column::U64(a.t_ns),
+            Column::U8(a.subflow),
+            Column::U64(a.data_ack_bytes),
+            Column::U64(a.data_ack_step_bytes),
+            Column::U32(a.cwnd_segments),
+            Column::U32(a.ssthresh_segments),
+            Column::U32(a.in_flight_segments),
+            Column::U32(a.free_cwnd_segments),
+            Column::U64(a.srtt_ns),
         ],
-    }
+    )
 }
 
 fn bursts_chunk(b: BurstTrace) -> Chunk {
-    Chunk {
-        table: "bursts",
-        columns: vec![
-            ("t_ns", Column::U64(b.t_ns)),
-            ("subflow", Column::U8(b.subflow)),
-            ("packets", Column::U32(b.packets)),
+    Chunk::new(
+        &trace_schema::BURSTS,
+        vec![
+            Column::U64(b.t_ns),
+            Column::U8(b.subflow),
+            Column::U32(b.packets),
         ],
-    }
+    )
 }
 
 fn sched_chunk(v: Vec<SchedSample>) -> Chunk {
-    Chunk {
-        table: "scheduler",
-        columns: vec![
-            (
-                "t_ns",
-                Column::U64(v.iter().map(|s| s.t.as_nanos()).collect()),
-            ),
-            ("key", Column::Str(v.iter().map(|s| s.key).collect())),
-            ("value", Column::F64(v.iter().map(|s| s.value).collect())),
+    Chunk::new(
+        &trace_schema::SCHEDULER,
+        vec![
+            Column::U64(v.iter().map(|s| s.t.as_nanos()).collect()),
+            Column::Str(v.iter().map(|s| s.key).collect()),
+            Column::F64(v.iter().map(|s| s.value).collect()),
         ],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::build::{stms_lab, MS, S};
+    use crate::Simulation;
+    use std::collections::BTreeMap;
+
+    /// Every table the schema declares comes out of a run, with exactly the declared columns
+    /// and types, and the columns of a chunk are equally long.
+    #[test]
+    fn a_run_emits_every_declared_table_as_declared() {
+        let mut cfg = stms_lab(100 * MS, 2 * S);
+        cfg.scheduler = "stms-a".into();
+        let sim = Simulation::new(cfg, true).unwrap();
+        let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+        sim.run_streaming(mpsched_core::Dur(10 * MS), 1000, &mut |c| {
+            let table = super::trace_schema::TABLES
+                .iter()
+                .find(|t| t.name == c.table)
+                .unwrap_or_else(|| panic!("undeclared table {}", c.table));
+            let got: Vec<(&str, &str)> =
+                c.columns.iter().map(|(n, col)| (*n, col.dtype())).collect();
+            let want: Vec<(&str, &str)> = table.columns.iter().map(|f| (f.name, f.kind)).collect();
+            assert_eq!(got, want, "{}", c.table);
+            assert!(c.columns.iter().all(|(_, col)| col.len() == c.rows()));
+            *seen.entry(c.table).or_default() += c.rows();
+        });
+        for t in super::trace_schema::TABLES {
+            assert!(
+                seen.get(t.name).copied().unwrap_or(0) > 0,
+                "no rows in {}",
+                t.name
+            );
+        }
     }
 }

@@ -16,7 +16,7 @@
 //! kept in jiffies of a HZ = 1000 kernel, derived from the microsecond clock. Windows are in
 //! segments, as Linux's `snd_cwnd`.
 
-use super::{AckSample, CaState, CcState, CongestionControl};
+use super::{AckSample, CaState, CcInfo, CcState, CongestionControl};
 use crate::time::{Dur, Time};
 
 /// `BICTCP_BETA_SCALE`: beta is a fraction of 1024.
@@ -304,6 +304,15 @@ impl SfState {
 }
 
 /// CUBIC with HyStart, one state per subflow (uncoupled).
+pub const INFO: CcInfo = CcInfo {
+    name: "cubic",
+    description: "a cubic function of the time since the last loss, with HyStart (Linux's default)",
+    source: "RFC 9438; Linux net/ipv4/tcp_cubic.c v2.3",
+    coupled: false,
+    single_path: "cubic",
+    build: || Box::new(Cubic::new()),
+};
+
 pub struct Cubic {
     sfs: Vec<SfState>,
     /// Linux `tcp_friendliness = 1` (RFC 9438 4.3).

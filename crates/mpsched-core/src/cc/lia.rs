@@ -15,7 +15,7 @@
 //! subflow is exactly `Reno`). Slow start likewise carries the segments left over at ssthresh
 //! into congestion avoidance, as Reno does; `mptcp_coupled.c` drops them.
 
-use super::{CaState, CcState, CongestionControl};
+use super::{CaState, CcInfo, CcState, CongestionControl};
 use crate::time::{Dur, Time};
 
 /// Linux `alpha_scale_num = 32`: the numerator of alpha is scaled by 2^32...
@@ -52,6 +52,16 @@ pub(super) fn can_send(s: &CcState) -> bool {
 }
 
 /// LIA. Its only state is per connection, like Linux's (on the meta socket).
+pub const INFO: CcInfo = CcInfo {
+    name: "lia",
+    description:
+        "coupled: the Linked Increases Algorithm, no more aggressive than one TCP on the best path",
+    source: "RFC 6356; Linux out-of-tree net/mptcp/mptcp_coupled.c",
+    coupled: true,
+    single_path: "reno",
+    build: || Box::new(Lia::new()),
+};
+
 pub struct Lia {
     /// alpha / cwnd_total, scaled by 2^12 (Linux `mptcp_ccc.alpha`).
     alpha: u64,

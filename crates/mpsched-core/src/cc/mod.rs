@@ -138,38 +138,61 @@ pub trait CongestionControl {
     fn on_tx_start(&mut self, _sf: usize, _st: &mut CcState, _now: Time) {}
 }
 
-/// The congestion controls a scenario can name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CcKind {
-    Reno,
-    Cubic,
-    Lia,
-    Olia,
+/// A congestion control a scenario can name: its description and constructor.
+#[derive(Debug)]
+pub struct CcInfo {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub source: &'static str,
+    /// Couples its subflows' windows (RFC 6356's goals); such a control is `single_path` on
+    /// one path (the aggregation benefit's single-path baselines run that).
+    pub coupled: bool,
+    pub single_path: &'static str,
+    pub build: fn() -> Box<dyn CongestionControl>,
 }
 
-impl CcKind {
-    pub const ALL: [CcKind; 4] = [CcKind::Reno, CcKind::Cubic, CcKind::Lia, CcKind::Olia];
+/// Every congestion control, in the order `mpsched` lists them. A new one adds its file (with
+/// its `INFO`) and one line here.
+pub const CONGESTION_CONTROLS: &[&CcInfo] = &[&reno::INFO, &cubic::INFO, &lia::INFO, &olia::INFO];
 
+/// A congestion control by name, as a scenario names it.
+#[derive(Clone, Copy, Debug)]
+pub struct CcKind(&'static CcInfo);
+
+impl PartialEq for CcKind {
+    fn eq(&self, other: &CcKind) -> bool {
+        std::ptr::eq(self.0, other.0)
+    }
+}
+impl Eq for CcKind {}
+
+impl CcKind {
     pub fn name(self) -> &'static str {
-        match self {
-            CcKind::Reno => "reno",
-            CcKind::Cubic => "cubic",
-            CcKind::Lia => "lia",
-            CcKind::Olia => "olia",
-        }
+        self.0.name
+    }
+
+    pub fn info(self) -> &'static CcInfo {
+        self.0
     }
 
     pub fn parse(name: &str) -> Option<CcKind> {
-        CcKind::ALL.into_iter().find(|k| k.name() == name)
+        CONGESTION_CONTROLS
+            .iter()
+            .find(|c| c.name == name)
+            .map(|c| CcKind(c))
     }
 
     pub fn build(self) -> Box<dyn CongestionControl> {
-        match self {
-            CcKind::Reno => Box::new(Reno),
-            CcKind::Cubic => Box::new(Cubic::new()),
-            CcKind::Lia => Box::new(Lia::new()),
-            CcKind::Olia => Box::new(Olia::new()),
-        }
+        (self.0.build)()
+    }
+
+    /// The names, for error messages: "reno, cubic, lia, olia".
+    pub fn known() -> String {
+        CONGESTION_CONTROLS
+            .iter()
+            .map(|c| c.name)
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 

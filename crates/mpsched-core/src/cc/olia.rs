@@ -29,7 +29,7 @@
 //! only moves window above ssthresh.
 
 use super::lia::{can_send, srtt_us8, subflows};
-use super::{AckSample, CaState, CcState, CongestionControl};
+use super::{AckSample, CaState, CcInfo, CcState, CongestionControl};
 use crate::time::Time;
 
 /// Linux `scale = 10`: the increase is counted in 2^-10 segments, and scales the window in
@@ -72,6 +72,16 @@ impl SfState {
         (self.delivered - self.loss2).max(self.loss2 - self.loss1)
     }
 }
+
+pub const INFO: CcInfo = CcInfo {
+    name: "olia",
+    description:
+        "coupled: the Opportunistic Linked Increases Algorithm (Pareto-optimal where LIA is not)",
+    source: "Khalili et al., CoNEXT 2012; Linux out-of-tree net/mptcp/mptcp_olia.c",
+    coupled: true,
+    single_path: "reno",
+    build: || Box::new(Olia::new()),
+};
 
 pub struct Olia {
     sfs: Vec<SfState>,

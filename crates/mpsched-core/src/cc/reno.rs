@@ -1,8 +1,17 @@
 //! Reno (RFC 5681), as Linux's `tcp_reno_*`: slow start, then one segment per window of
 //! ACKed data; halve on loss.
 
-use super::{CcState, CongestionControl};
+use super::{CcInfo, CcState, CongestionControl};
 use crate::time::Time;
+
+pub const INFO: CcInfo = CcInfo {
+    name: "reno",
+    description: "slow start, then one segment per window of ACKed data; halve on loss",
+    source: "RFC 5681; Linux tcp_reno_*",
+    coupled: false,
+    single_path: "reno",
+    build: || Box::new(Reno),
+};
 
 pub struct Reno;
 

@@ -1,6 +1,6 @@
 //! Drives a `Sender` through the sans-IO API, for the unit tests of the schedulers.
 
-use crate::cc::CcKind;
+use crate::cc::Reno;
 use crate::conn::sender::SubflowConfig;
 use crate::conn::{Sender, SenderConfig};
 use crate::packet::{Ack, Packet, Payload, SackBlock, MAX_SACK_BLOCKS};
@@ -67,7 +67,7 @@ pub fn sender_params(scheduler: &str, s: Setup, mut params: SchedParams) -> Send
             loss_recovery: Default::default(),
             trace: true,
         },
-        CcKind::Reno.build(),
+        Box::new(Reno),
         sched::build(scheduler, &params).unwrap(),
         Time::ZERO,
     )
