@@ -39,6 +39,7 @@ from typing import Any
 
 import click
 
+from . import contract
 from .errors import ScenarioError
 from .scenario import load, to_native
 from .sweepfile import (
@@ -286,31 +287,21 @@ def run_sweep(
 
 # --- tables ---
 
-_SCALARS = (
-    "goodput_mbps",
-    "bytes_delivered",
-    "completion_s",
-    "duration_s",
-    "events",
-    "data_packets",
-    "acks_sent",
-    "opportunistic_retransmits",
-    "reinjections",
-    "penalizations",
-    "window_probes",
-    "peak_reorder_bytes",
-    "mean_reorder_bytes",
-    "aggregation_benefit",
-)
-_NESTED = ("ooo_delay_ms", "data_ack_step_segments", "block_delay_ms")
-_OPTIONAL_SCALARS = (
-    "mean_flow_completion_s",
-    "mean_flow_goodput_mbps",
-    "unfinished_flows",
-    "block_delay_increase",
-    "blocks_delivered",
-    "block_worst_at_s",
-)
+# The summary's columns come from the contract; the seed is a scenario column already and the
+# wall time is not a result.
+_NOT_RESULTS = ("seed", "wall_s")
+# Added by Python (``--benefit``), not by the simulator.
+_EXTRA_SCALARS = ("aggregation_benefit",)
+
+
+def _result_columns() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(always-present scalars, scalars present only in some runs), then the quantiles."""
+    scalars = [f for f in contract.fields("summary") if f.type in ("int", "float")]
+    present = tuple(f.name for f in scalars if not f.nullable and f.name not in _NOT_RESULTS)
+    optional = tuple(f.name for f in scalars if f.nullable) + _EXTRA_SCALARS
+    return present, optional
+
+
 _SUBFLOW_SKIP = ("name",)
 
 
@@ -352,12 +343,13 @@ def _rows(records: Iterable[Mapping[str, Any]]) -> tuple[list[dict], list[dict],
         s = r.get("summary")
         row["error"] = r.get("error")
         if s is not None:
-            for k in _SCALARS:
+            present, optional = _result_columns()
+            for k in present:
                 row[k] = s.get(k)
-            for k in _NESTED:
+            for k in contract.quantile_fields("summary"):
                 for q, v in (s.get(k) or {}).items():
                     row[f"{k}.{q}"] = v
-            for k in _OPTIONAL_SCALARS:
+            for k in optional:
                 if k in s:
                     row[k] = s[k]
             for f in s.get("flows") or []:

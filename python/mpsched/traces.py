@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from mpsched import contract
+
 if TYPE_CHECKING:  # imported when used, so that `import mpsched` stays fast
     import numpy as np
     import pandas as pd
@@ -83,170 +85,11 @@ class Column(NamedTuple):
 
 
 TABLES: dict[str, tuple[str, tuple[Column, ...]]] = {
-    "segments": (
-        "One row per data segment that reached the application, in data order.",
-        (
-            Column("dseq", "u64", "segment", "data sequence number, counted in segments from 0"),
-            Column("len_bytes", "u32", "byte", "payload length"),
-            Column("subflow", "u8", "index", "subflow whose copy was delivered"),
-            Column(
-                "transmissions",
-                "u16",
-                "count",
-                "times the scheduler sent this segment: 1 + reinjections, opportunistic "
-                "retransmissions and redundant copies (a subflow's own TCP retransmissions are "
-                "counted in retransmissions)",
-            ),
-            Column(
-                "retransmissions",
-                "u16",
-                "count",
-                "subflow-level TCP retransmissions of this segment (fast recovery and RTO)",
-            ),
-            Column("t_first_sent_ns", "u64", "ns", "first transmission by the server"),
-            Column(
-                "t_first_received_ns",
-                "u64",
-                "ns",
-                "the delivered copy reaches the client (before any reordering wait)",
-            ),
-            Column("t_delivered_ns", "u64", "ns", "delivered in order to the application"),
-            Column(
-                "ooo_delay_ns",
-                "u64",
-                "ns",
-                "out-of-order delay: t_delivered_ns - t_first_received_ns",
-            ),
-            Column(
-                "e2e_delay_ns", "u64", "ns", "end-to-end delay: t_delivered_ns - t_first_sent_ns"
-            ),
-        ),
-    ),
-    "acks": (
-        "One row per ACK the server processes (on any subflow).",
-        (
-            Column("t_ns", "u64", "ns", "time the server processes the ACK"),
-            Column("subflow", "u8", "index", "subflow the ACK arrived on"),
-            Column(
-                "data_ack_bytes",
-                "u64",
-                "byte",
-                "Data ACK this ACK carries (ACKs of a slower subflow may carry an older one; the "
-                "server's cumulative Data ACK is the running maximum)",
-            ),
-            Column(
-                "data_ack_step_bytes",
-                "u64",
-                "byte",
-                "how far this ACK moved the server's cumulative Data ACK (0: not at all)",
-            ),
-            Column("cwnd_segments", "u32", "segment", "congestion window after the ACK"),
-            Column(
-                "ssthresh_segments",
-                "u32",
-                "segment",
-                "slow-start threshold after the ACK (2147483647: infinite)",
-            ),
-            Column("in_flight_segments", "u32", "segment", "segments in flight after the ACK"),
-            Column(
-                "free_cwnd_segments",
-                "u32",
-                "segment",
-                "free window at the ACK: max(cwnd - in flight, 0) (STMS Fig. 6)",
-            ),
-            Column("srtt_ns", "u64", "ns", "smoothed RTT after the ACK"),
-        ),
-    ),
-    "bursts": (
-        "One row per burst: the data packets a subflow sent in one round of sending (in "
-        "response to one ACK or timer), which leave back to back.",
-        (
-            Column("t_ns", "u64", "ns", "time of the round"),
-            Column("subflow", "u8", "index", "subflow that sent it"),
-            Column("packets", "u32", "packet", "data packets in the burst"),
-        ),
-    ),
-    "subflows": (
-        "Every subflow's state, sampled every sample interval (one row per subflow per sample).",
-        (
-            Column("t_ns", "u64", "ns", "sample time (a multiple of the sample interval)"),
-            Column("subflow", "u8", "index", "subflow"),
-            Column("cwnd_segments", "u32", "segment", "congestion window"),
-            Column(
-                "ssthresh_segments",
-                "u32",
-                "segment",
-                "slow-start threshold (2147483647: infinite)",
-            ),
-            Column("srtt_ns", "u64", "ns", "smoothed RTT (0 before the first RTT sample)"),
-            Column("in_flight_segments", "u32", "segment", "segments in flight"),
-            Column(
-                "bytes_sent", "u64", "byte", "cumulative payload sent, retransmissions included"
-            ),
-            Column(
-                "bytes_delivered",
-                "u64",
-                "byte",
-                "cumulative application bytes whose delivered copy came on this subflow",
-            ),
-            Column(
-                "queue_bytes",
-                "u64",
-                "byte",
-                "backlog of the path's data-direction bottleneck queue (packet in service "
-                "included, wire bytes)",
-            ),
-        ),
-    ),
-    "connection": (
-        "The connection's buffers, sampled every sample interval.",
-        (
-            Column("t_ns", "u64", "ns", "sample time"),
-            Column(
-                "reorder_bytes",
-                "u64",
-                "byte",
-                "connection-level out-of-order queue at the client (OTIAS Fig. 5)",
-            ),
-            Column(
-                "rcvbuf_used_bytes",
-                "u64",
-                "byte",
-                "receive buffer in use: received, not yet delivered (STMS sec. 3.2)",
-            ),
-            Column(
-                "rcvbuf_bytes",
-                "u64",
-                "byte",
-                "receive buffer size (memory; Linux autotuning grows it up to rcvbuf)",
-            ),
-            Column("rwnd_bytes", "u64", "byte", "receive window the client advertises"),
-            Column(
-                "sndbuf_used_bytes",
-                "u64",
-                "byte",
-                "send buffer in use: written, not yet Data-ACKed",
-            ),
-            Column(
-                "sndbuf_bytes",
-                "u64",
-                "byte",
-                "send buffer size (Linux autotuning: twice each subflow's window)",
-            ),
-            Column("data_ack_bytes", "u64", "byte", "cumulative Data ACK at the server"),
-            Column("bytes_delivered", "u64", "byte", "cumulative bytes delivered to the app"),
-        ),
-    ),
-    "scheduler": (
-        "Values a scheduler records over time (e.g. the STMS gap); empty for most schedulers.",
-        (
-            Column("t_ns", "u64", "ns", "time of the record"),
-            Column("key", "str", "-", "name of the value (scheduler-specific, e.g. gap)"),
-            Column("value", "f64", "key-specific", "the value"),
-        ),
-    ),
+    name: (t.meaning, tuple(Column(c.name, c.type, c.unit, c.meaning) for c in t.columns))
+    for name, t in contract.tables().items()
 }
-"""Every trace table: ``name -> (description, columns)``, as documented in docs/traces.md."""
+"""Every trace table: what a row is, and its columns. Declared in Rust (``trace_schema.rs``)
+and read from the native module."""
 
 _NUMPY_DTYPES: dict[str, str] = {
     "i64": "<i8",
