@@ -1,53 +1,42 @@
 """Typed stub of the private native module (Rust, PyO3).
 
-The contract between Python and the Rust simulator:
-
-``run(config_json, trace)`` takes a *normalized* scenario (every quantity already an integer in
-base units, every field present) as a JSON string and returns ``(summary_json, traces)``.
-``traces`` is ``None`` unless ``trace`` is true; then it maps a table name ("segments", "acks")
-("segments", "acks", "scheduler") to its columns, each column a ``(dtype, little-endian bytes)``
-pair with dtype one of "i64", "u64", "u32", "u16", "u8", "f64", or ``("str", list[str])``.
+``run(config_json, ...)`` takes a *normalized* scenario as JSON: every quantity an integer in
+base units (ns, bytes, bit/s). Its keys are those of the Rust ``Config`` of the scenario crate
+(``crates/mpsched-scenario``); ``mpsched.scenario.to_native`` builds one from a scenario file,
+and every run directory keeps the one it ran as ``scenario.json``. It returns
+``(summary_json, traces)``: the summary's fields and the trace tables' columns are described,
+with types, units and meanings, by ``contract()`` (``mpsched.contract`` reads it).
 
 Bad input raises ``ValueError`` whose message starts with the offending field; an internal
-failure raises ``RuntimeError``. Nothing panics across the boundary.
-
-Normalized scenario (all keys required)::
-
-    {
-      "duration_ns": int > 0, "seed": int >= 0,
-      "protocol": "mptcp" | "tcp",
-      "scheduler": str, "scheduler_params": {str: float | int | str},
-      "congestion": "reno" | "cubic" | "lia" | "olia",
-      "sndbuf_bytes": int > 0, "sndbuf_autotune": bool,
-      "rcvbuf_bytes": int > 0, "rcvbuf_initial_bytes": int > 0, "rcvbuf_autotune": bool,
-      "window_ratio": float in (0, 1] | None,
-      "workload": {"kind": "bulk"} | {"kind": "file", "size_bytes": int > 0},
-      "paths": [            # only the paths the connection uses, in order
-        {"name": str,
-         "down": LINK,       # server -> client: the data direction
-         "up": LINK,         # client -> server: the ACK direction
-         "schedule": [{"at_ns": int, "rate_bps": int | None,
-                       "delay_down_ns": int | None, "delay_up_ns": int | None}]}
-      ]
-    }
-    LINK = {"rate_bps": int > 0, "delay_ns": int >= 0, "loss": float in [0, 1),
-            "queue": {"bytes": int} | {"packets": int} | {"time_ns": int}}
+failure raises ``RuntimeError``. Nothing panics across the boundary. ``tests/test_contract.py``
+runs mypy's stubtest: this stub and the module cannot drift apart.
 """
 
 from collections.abc import Callable
-from typing import Literal
+from typing import Literal, final
 
-Dtype = Literal["i64", "u64", "u32", "u16", "u8", "f64"]
-Columns = dict[str, tuple[Dtype, bytes] | tuple[Literal["str"], list[str]]]
+__all__ = [
+    "SchedContext",
+    "SubflowView",
+    "__version__",
+    "bench_event_queue",
+    "bench_scenarios",
+    "contract",
+    "run",
+    "schedulers",
+]
+
+_Dtype = Literal["i64", "u64", "u32", "u16", "u8", "f64"]
+_Columns = dict[str, tuple[_Dtype, bytes] | tuple[Literal["str"], list[str]]]
 
 def run(
     config_json: str,
     trace: bool = False,
-    sink: Callable[[str, Columns], object] | None = None,
+    sink: Callable[[str, _Columns], object] | None = None,
     sample_interval_ns: int = 10_000_000,
     chunk_rows: int = 65_536,
     scheduler: object | None = None,
-) -> tuple[str, dict[str, Columns] | None]:
+) -> tuple[str, dict[str, _Columns] | None]:
     """Runs a scenario. With ``trace`` and no ``sink`` every trace table comes back at the end;
     with a ``sink`` the tables are streamed, ``sink(table, columns)`` every ``chunk_rows`` rows
     (the returned traces are then None). Subflow and connection state is sampled every
@@ -58,7 +47,15 @@ def run(
 def schedulers() -> list[tuple[str, str, str, list[str]]]:
     """(name, one-line description, source, parameter keys) of every registered scheduler."""
 
-def bench_event_queue(events: int, pending: int) -> float:
+def contract() -> str:
+    """What scenarios may name and what runs return, as JSON: ``version``, ``schedulers`` (name,
+    description, source, params: key, default, meaning), ``congestion_controls`` (name,
+    description, source, coupled, single_path), ``protocols``, ``stacks``,
+    ``loss_recoveries``, ``workloads`` (name, description), ``records`` (``summary``,
+    ``subflow``, ``flow``, ``quantiles``: their fields' name, type, nullable, unit, meaning)
+    and ``traces`` (each table's name, meaning and columns)."""
+
+def bench_event_queue(events: int = 5_000_000, pending: int = 1024) -> float:
     """Million push/pop pairs per second of a bare binary-heap event loop."""
 
 def bench_scenarios(names: list[str] = ...) -> str:
@@ -66,6 +63,7 @@ def bench_scenarios(names: list[str] = ...) -> str:
     name, description, simulated_s, events, data_packets, wall_s, sim_s_per_wall_s,
     data_packets_per_wall_s, events_per_wall_s, peak_rss_bytes."""
 
+@final
 class SubflowView:
     """One subflow as a Python scheduler sees it (read-only)."""
 
@@ -87,6 +85,7 @@ class SubflowView:
     ca_state: Literal["open", "recovery", "loss"]
     last_penalized_ns: int | None
 
+@final
 class SchedContext:
     """The connection as a Python scheduler sees it, valid only during ``next(ctx)``."""
 

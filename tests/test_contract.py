@@ -1,0 +1,81 @@
+"""The contract published by the native module, and everything derived from it: the stub,
+the generated docs, the validation choices, the sweep's columns, the testbed's summary and the
+printed summary. Each test fails when one side changes without the other."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import mpsched
+from mpsched import _native, contract, docgen, traces
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_native_stub_matches_module() -> None:
+    """mypy's stubtest: every function, parameter, default and class of `_native` is in
+    `_native.pyi` and nothing else is."""
+    pytest.importorskip("mypy")
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy.stubtest", "mpsched._native"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT / "python",
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_generated_pages_are_current() -> None:
+    for path, text in docgen.pages(ROOT / "docs").items():
+        assert path.read_text() == text, (
+            f"{path.relative_to(ROOT)} is stale: run `python -m mpsched.docgen`"
+        )
+
+
+def test_the_contract_describes_every_field_with_unit_and_meaning() -> None:
+    c = contract.contract()
+    assert c["version"] >= 1
+    for record in contract.RECORDS:
+        for f in contract.fields(record):
+            assert f.meaning, f"{record}.{f.name} has no meaning"
+            assert f.type in ("int", "float", "str", "quantiles", "list[str]") or (
+                f.type.startswith("list[") and f.type[5:-1] in contract.RECORDS
+            ), f"{record}.{f.name}: {f.type}"
+    for t in contract.tables().values():
+        assert t.meaning
+        for col in t.columns:
+            assert col.type in ("u64", "u32", "u16", "u8", "f64", "str"), col
+            assert col.meaning, f"{t.name}.{col.name}"
+    assert traces.TABLES.keys() == contract.tables().keys()
+
+
+def test_a_run_returns_exactly_the_declared_fields() -> None:
+    result = mpsched.run(
+        str(ROOT / "scenarios/stms-lab.toml"), duration="1s", scheduler="stms-a", trace=True
+    )
+    declared = {f.name for f in contract.fields("summary")}
+    # Python adds nothing unless asked (--benefit); fields absent are the optional ones.
+    assert set(result.summary) <= declared
+    missing = declared - set(result.summary)
+    nullable = {
+        f.name for f in contract.fields("summary") if f.nullable or f.type.startswith("list")
+    }
+    assert missing <= nullable, missing
+    for name, table in contract.tables().items():
+        assert [c.name for c in table.columns] == list(result.traces[name].column_names)
+
+
+def test_choices_follow_the_contract() -> None:
+    from mpsched import scenario
+
+    assert tuple(scenario.CONGESTION_CONTROLS) == contract.names("congestion_controls")
+    assert {s["name"] for s in contract.schedulers()} == {
+        name for name, *_ in _native.schedulers()
+    }
+    json.dumps(contract.contract())  # plain data all the way down
