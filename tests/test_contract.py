@@ -75,7 +75,5 @@ def test_choices_follow_the_contract() -> None:
     from mpsched import scenario
 
     assert tuple(scenario.CONGESTION_CONTROLS) == contract.names("congestion_controls")
-    assert {s["name"] for s in contract.schedulers()} == {
-        name for name, *_ in _native.schedulers()
-    }
+    assert {s["name"] for s in contract.schedulers()} == {name for name, *_ in _native.schedulers()}
     json.dumps(contract.contract())  # plain data all the way down

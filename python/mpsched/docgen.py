@@ -43,15 +43,14 @@ def summary_markdown() -> str:
         "What a run reports. The simulator and the kernel testbed (`mpsched emulate`) share "
         "these fields; the testbed leaves null what the kernel does not measure and adds a "
         "`kernel` record. With `--benefit` the summary also has `baselines` and "
-        "`aggregation_benefit` (README, \"Summary fields\").",
+        '`aggregation_benefit` (README, "Summary fields").',
     ]
     for record in contract.RECORDS:
         title, intro = _RECORD_TITLES[record]
         out += ["", f"## {title}", "", intro, ""]
         out += ["| field | type | unit | meaning |", "| --- | --- | --- | --- |"]
         out += [
-            f"| `{f.name}` | {_type(f)} | {f.unit} | {f.meaning} |"
-            for f in contract.fields(record)
+            f"| `{f.name}` | {_type(f)} | {f.unit} | {f.meaning} |" for f in contract.fields(record)
         ]
     return "\n".join(out) + "\n"
 
