@@ -19,11 +19,9 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["aggregation_benefit", "baseline_config", "baselines", "with_benefit"]
+from . import contract
 
-# Coupled congestion controls reduce to Reno on a single path (LIA: alpha = 1; OLIA: no other
-# path to shift to), so plain TCP runs Reno where the multipath run couples.
-PLAIN_CONGESTION = {"lia": "reno", "olia": "reno"}
+__all__ = ["aggregation_benefit", "baseline_config", "baselines", "with_benefit"]
 
 
 def aggregation_benefit(goodput: float, baselines: Sequence[float]) -> float:
@@ -52,7 +50,9 @@ def baseline_config(config: Mapping[str, Any], index: int) -> dict[str, Any]:
     single["paths"] = [copy.deepcopy(config["paths"][index])]
     single["scheduler"] = "default"
     single["scheduler_params"] = {}
-    single["congestion"] = PLAIN_CONGESTION.get(config["congestion"], config["congestion"])
+    # A coupled control is Reno on one path (LIA: alpha = 1; OLIA: no other path to shift to);
+    # the contract says what each becomes.
+    single["congestion"] = contract.single_path_congestion(config["congestion"])
     return single
 
 
