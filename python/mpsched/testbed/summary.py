@@ -42,6 +42,77 @@ def _last(items: Sequence[Mapping[str, Any]], key: str) -> int | None:
     return values[-1] if values else None
 
 
+def _subflow(
+    path: Mapping[str, Any],
+    tx: Sequence[Mapping[str, Any]],
+    rx: Sequence[Mapping[str, Any]],
+    down: Mapping[str, Any],
+    up: Mapping[str, Any],
+    *,
+    end: float,
+    recv_total: int,
+) -> dict[str, Any]:
+    """One path's entry of ``subflows``: its subflows as the server (``tx``) and the client
+    (``rx``) saw them, and the emulator's counters of its links."""
+    got = _sum(rx, "bytes_received")
+    packets = _sum(tx, "data_segs_out")
+    drops = (down.get("queue_drops") or 0) + (down.get("random_drops") or 0)
+    srtt, min_rtt = _last(tx, "rtt_us"), _last(tx, "min_rtt_us")
+    return {
+        "name": path["name"],
+        "bytes_sent": _sum(tx, "bytes_sent"),
+        "packets_sent": packets,
+        "goodput_mbps": None if got is None else got * 8 / end / 1e6,
+        "bytes_delivered": got,
+        "share": None if got is None or not recv_total else got / recv_total,
+        "retransmits": _sum(tx, "total_retrans"),
+        "reinjections": None,
+        "opportunistic_retransmits": None,
+        "rtos": _sum(tx, "total_rto"),
+        "fast_recoveries": None,
+        # TCP_INFO has no per-subflow count; the run's is kernel.tlp_probes.
+        "tlp_probes": None,
+        "penalizations": None,
+        "queue_drops": down.get("queue_drops"),
+        "random_drops": down.get("random_drops"),
+        "ack_queue_drops": up.get("queue_drops"),
+        "ack_random_drops": up.get("random_drops"),
+        "loss_rate": drops / packets if packets else None,
+        "srtt_ms": None if srtt is None else srtt / 1000,
+        "min_rtt_ms": None if min_rtt is None else min_rtt / 1000,
+        "cwnd_segments": _last(tx, "snd_cwnd"),
+        "mean_free_cwnd_at_ack": None,
+        "p99_free_cwnd_at_ack": None,
+        "peak_free_cwnd_at_ack": None,
+        "mean_burst_packets": None,
+        "p99_burst_packets": None,
+        "max_burst_packets": None,
+        "held_acks": None,
+        "kernel": {
+            "subflows": len(tx),
+            "mss": _last(tx, "snd_mss"),
+            "bytes_retrans": _sum(tx, "bytes_retrans"),
+            "ssthresh": _last(tx, "snd_ssthresh"),
+            "rttvar_ms": None
+            if _last(tx, "rttvar_us") is None
+            else (_last(tx, "rttvar_us") or 0) / 1000,
+            "rwnd_limited_s": None
+            if _sum(tx, "rwnd_limited_us") is None
+            else (_sum(tx, "rwnd_limited_us") or 0) / 1e6,
+            "sndbuf_limited_s": None
+            if _sum(tx, "sndbuf_limited_us") is None
+            else (_sum(tx, "sndbuf_limited_us") or 0) / 1e6,
+            "peer_window": _last(tx, "snd_wnd"),
+            "receiver_window": _last(rx, "rcv_wnd"),
+            "receiver_ooo_packets": _sum(rx, "rcv_ooopack"),
+            "payload_per_packet": None if not packets else (_sum(tx, "bytes_sent") or 0) / packets,
+            "link_packet_sizes": down.get("sizes"),
+            "link_delivered_packets": down.get("delivered"),
+            "link_backlog_bytes": down.get("backlog_bytes"),
+        },
+    }
+
+
 def summarize(
     config: Mapping[str, Any],
     client: Mapping[str, Any],
@@ -64,71 +135,18 @@ def summarize(
     sent_by_path = _per_path(server, "server", n)
     recv_by_path = _per_path(client, "client", n)
     recv_total = sum(_sum(r, "bytes_received") or 0 for r in recv_by_path)
-    subflows = []
-    for p, path in enumerate(config["paths"]):
-        tx, rx = sent_by_path[p], recv_by_path[p]
-        down, up = links.get((p, "down"), {}), links.get((p, "up"), {})
-        got = _sum(rx, "bytes_received")
-        packets = _sum(tx, "data_segs_out")
-        drops = (down.get("queue_drops") or 0) + (down.get("random_drops") or 0)
-        srtt, min_rtt = _last(tx, "rtt_us"), _last(tx, "min_rtt_us")
-        subflows.append(
-            {
-                "name": path["name"],
-                "bytes_sent": _sum(tx, "bytes_sent"),
-                "packets_sent": packets,
-                "goodput_mbps": None if got is None else got * 8 / end / 1e6,
-                "bytes_delivered": got,
-                "share": None if got is None or not recv_total else got / recv_total,
-                "retransmits": _sum(tx, "total_retrans"),
-                "reinjections": None,
-                "opportunistic_retransmits": None,
-                "rtos": _sum(tx, "total_rto"),
-                "fast_recoveries": None,
-                # TCP_INFO has no per-subflow count; the run's is kernel.tlp_probes.
-                "tlp_probes": None,
-                "penalizations": None,
-                "queue_drops": down.get("queue_drops"),
-                "random_drops": down.get("random_drops"),
-                "ack_queue_drops": up.get("queue_drops"),
-                "ack_random_drops": up.get("random_drops"),
-                "loss_rate": drops / packets if packets else None,
-                "srtt_ms": None if srtt is None else srtt / 1000,
-                "min_rtt_ms": None if min_rtt is None else min_rtt / 1000,
-                "cwnd_segments": _last(tx, "snd_cwnd"),
-                "mean_free_cwnd_at_ack": None,
-                "p99_free_cwnd_at_ack": None,
-                "peak_free_cwnd_at_ack": None,
-                "mean_burst_packets": None,
-                "p99_burst_packets": None,
-                "max_burst_packets": None,
-                "held_acks": None,
-                "kernel": {
-                    "subflows": len(tx),
-                    "mss": _last(tx, "snd_mss"),
-                    "bytes_retrans": _sum(tx, "bytes_retrans"),
-                    "ssthresh": _last(tx, "snd_ssthresh"),
-                    "rttvar_ms": None
-                    if _last(tx, "rttvar_us") is None
-                    else (_last(tx, "rttvar_us") or 0) / 1000,
-                    "rwnd_limited_s": None
-                    if _sum(tx, "rwnd_limited_us") is None
-                    else (_sum(tx, "rwnd_limited_us") or 0) / 1e6,
-                    "sndbuf_limited_s": None
-                    if _sum(tx, "sndbuf_limited_us") is None
-                    else (_sum(tx, "sndbuf_limited_us") or 0) / 1e6,
-                    "peer_window": _last(tx, "snd_wnd"),
-                    "receiver_window": _last(rx, "rcv_wnd"),
-                    "receiver_ooo_packets": _sum(rx, "rcv_ooopack"),
-                    "payload_per_packet": None
-                    if not packets
-                    else (_sum(tx, "bytes_sent") or 0) / packets,
-                    "link_packet_sizes": down.get("sizes"),
-                    "link_delivered_packets": down.get("delivered"),
-                    "link_backlog_bytes": down.get("backlog_bytes"),
-                },
-            }
+    subflows = [
+        _subflow(
+            path,
+            sent_by_path[p],
+            recv_by_path[p],
+            links.get((p, "down"), {}),
+            links.get((p, "up"), {}),
+            end=end,
+            recv_total=recv_total,
         )
+        for p, path in enumerate(config["paths"])
+    ]
     mptcp_server = server.get("mptcp") or {}
     srv, cli = counters.get("server", {}), counters.get("client", {})
     data_packets = _sum(subflows, "packets_sent")
