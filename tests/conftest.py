@@ -24,7 +24,8 @@ except ImportError:  # pragma: no cover
         [str(ROOT / "python"), *filter(None, [os.environ.get("PYTHONPATH")])]
     )
 
-from mpsched import api, cli, scenario  # noqa: E402
+from mpsched import api, cli  # noqa: E402
+from mpsched.scenario import model as scenario_model  # noqa: E402
 
 from . import fake_native  # noqa: E402
 
@@ -79,7 +80,9 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
     """Replace the native module by a small pure-Python fake (tests of the Python layer alone)."""
     monkeypatch.setattr(api, "native", lambda: fake_native)
     monkeypatch.setattr(
-        scenario, "_scheduler_names", lambda: tuple(entry[0] for entry in fake_native.schedulers())
+        scenario_model,
+        "_scheduler_names",
+        lambda: tuple(entry[0] for entry in fake_native.schedulers()),
     )
     fake_native.calls.clear()
     yield fake_native

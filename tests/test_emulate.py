@@ -22,14 +22,15 @@ from typing import Any
 import pytest
 
 from mpsched import ScenarioError, api, load, to_native
-from mpsched.calibrate import calibrate, load_target
-from mpsched.emulate import (
+from mpsched.testbed import (
     SERVER_ADDR,
     Testbed,
+    calibrate,
     client_addr,
     emulate,
     emulator_binary,
     leftovers,
+    load_target,
     missing_capabilities,
     netns_inode,
 )

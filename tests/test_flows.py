@@ -194,7 +194,7 @@ grid = {{ "connection.scheduler" = ["default", "mptcp-sf"] }}
 
 
 def test_the_testbed_refuses_what_only_the_simulator_has() -> None:
-    from mpsched.emulate import check_kernel_support
+    from mpsched.testbed import check_kernel_support
 
     with pytest.raises(ScenarioError, match=r"^flow: the testbed runs the main connection only"):
         check_kernel_support(to_native(load(SHARED)), None)

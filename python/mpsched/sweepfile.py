@@ -63,7 +63,6 @@ __all__ = [
     "label",
     "latin_hypercube",
     "load_sweep",
-    "override_options",
     "overrides_of",
     "resolve",
 ]
@@ -319,20 +318,6 @@ def load_sweep(target: str | os.PathLike[str]) -> Sweep:
         repetitions=repetitions,
         overrides=common,
     )
-
-
-def override_options(fn: Any) -> Any:
-    """The ``--duration`` and ``--set`` options of the commands that run sweeps."""
-    import click
-
-    fn = click.option(
-        "--set",
-        "sets",
-        multiple=True,
-        metavar="KEY=VALUE",
-        help="Override a key of every point (path.*.KEY for every path; repeatable).",
-    )(fn)
-    return click.option("--duration", metavar="D", help="Duration of every run, e.g. 30s.")(fn)
 
 
 def overrides_of(duration: str | None, sets: Sequence[str]) -> dict[str, Any]:

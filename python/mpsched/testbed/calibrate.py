@@ -22,13 +22,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import click
+from .. import api
+from ..scenario import load, to_native
+from ..sweepfile import Point, Sweep, expand_paths, load_sweep
+from .kernel import TestbedError, check_kernel_support, missing_capabilities
+from .run import emulate
 
-from . import api
-from .scenario import load, to_native
-from .sweepfile import Point, Sweep, expand_paths, load_sweep, override_options, overrides_of
-
-__all__ = ["Point", "Sweep", "aggregate", "calibrate", "calibrate_command", "load_target", "render"]
+__all__ = ["Point", "Sweep", "aggregate", "calibrate", "load_target", "render"]
 
 # A kernel/simulator goodput ratio this far from 1, beyond the kernel's own spread, is flagged.
 TOLERANCE = 0.10
@@ -112,8 +112,6 @@ def calibrate(
 
     ``resume`` keeps the runs already in report.json; ``rerun_sim`` keeps only its kernel runs
     and simulates every point again (after a change of the model)."""
-    from .emulate import TestbedError, check_kernel_support, emulate, missing_capabilities
-
     reason = missing_capabilities("mptcp")
     if reason:
         raise TestbedError(f"the kernel testbed {reason}")
@@ -338,64 +336,3 @@ def render(meta: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> str:
         "",
     ]
     return "\n".join(lines)
-
-
-# --- the command ---
-
-
-@click.command("calibrate")
-@click.argument("target", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--repetitions", "-n", type=click.IntRange(1, 100), help="Runs per point and side.")
-@override_options
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("calibration"),
-    show_default=True,
-    help="Directory of report.md and report.json.",
-)
-@click.option("--resume", is_flag=True, help="Keep the runs already in DIR/report.json.")
-@click.option(
-    "--rerun-sim",
-    is_flag=True,
-    help="Keep the kernel runs of DIR/report.json and simulate every point again.",
-)
-@click.option(
-    "--sim-scheduler",
-    metavar="NAME",
-    help="Simulator scheduler (default: linux if the simulator has it, else minrtt).",
-)
-def calibrate_command(
-    target: Path,
-    repetitions: int | None,
-    duration: str | None,
-    sets: tuple[str, ...],
-    out: Path,
-    resume: bool,
-    rerun_sim: bool,
-    sim_scheduler: str | None,
-) -> None:
-    """Run TARGET (a scenario or a sweep file) on the kernel and in the simulator (needs root).
-
-    Writes DIR/report.md and DIR/report.json with both sides' goodput, per-path share,
-    retransmissions and RTTs, and the kernel/simulator goodput ratio per point.
-    """
-    from .emulate import TestbedError
-
-    sweep = load_target(target)
-    overrides = overrides_of(duration, sets)
-    try:
-        report = calibrate(
-            sweep,
-            out,
-            repetitions=repetitions,
-            overrides=overrides,
-            resume=resume,
-            rerun_sim=rerun_sim,
-            sim_scheduler=sim_scheduler,
-            progress=lambda line: click.echo(line, err=True),
-        )
-    except TestbedError as exc:
-        raise click.ClickException(str(exc)) from None
-    click.echo(f"wrote {out / 'report.md'} and {out / 'report.json'}", err=True)
-    click.echo(render(report["meta"], report["rows"]))

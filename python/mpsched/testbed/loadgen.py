@@ -1,12 +1,15 @@
 """The load generator and kernel-statistics collector of ``mpsched emulate``.
 
-Run inside the testbed's network namespaces as ``python -m mpsched.loadgen server|client ...``:
-the server sends (a bulk transfer for the scenario's duration, or a file of ``size`` bytes), the
-client receives. Each side prints one JSON line with what it measured: the client the bytes it
-received by the deadline (or the file's completion time) and a timeline; both the kernel's view
-of every subflow (``TCP_INFO`` per subflow through ``MPTCP_TCPINFO``, the subflows' addresses
-through ``MPTCP_SUBFLOW_ADDRS``, ``MPTCP_INFO`` for the connection), taken just before the
-connection is torn down.
+Run inside the testbed's network namespaces as
+``python -m mpsched.testbed.loadgen server|client ...``: the server sends (a bulk transfer for
+the scenario's duration, or a file of ``size`` bytes), the client receives. Each side prints one
+JSON line with what it measured: the client the bytes it received by the deadline (or the
+file's completion time) and a timeline; both the kernel's view of every subflow (``TCP_INFO``
+per subflow through ``MPTCP_TCPINFO``, the subflows' addresses through
+``MPTCP_SUBFLOW_ADDRS``, ``MPTCP_INFO`` for the connection), taken just before the connection
+is torn down.
+
+It must import nothing of mpsched: the testbed runs it by its file path, as a script.
 
 Time zero is ``--epoch`` (CLOCK_MONOTONIC nanoseconds, shared by every namespace): the client
 connects at the epoch, as a simulated client sends its SYN at time zero, and the emulator counts
@@ -196,7 +199,7 @@ def _socket(protocol: str, congestion: str) -> socket.socket:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, proto)
     except OSError as exc:
         raise SystemExit(f"loadgen: cannot open a {protocol} socket: {exc}") from None
-    # Per socket, not per namespace (see mpsched.emulate); MPTCP applies it to every subflow,
+    # Per socket, not per namespace (see mpsched.testbed.netns); MPTCP applies it to every subflow,
     # and an accepted connection inherits it from the listener.
     try:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, congestion.encode())
@@ -434,7 +437,7 @@ def receive(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m mpsched.loadgen")
+    parser = argparse.ArgumentParser(prog="python -m mpsched.testbed.loadgen")
     parser.add_argument("role", choices=("server", "client"))
     parser.add_argument("--protocol", choices=("mptcp", "tcp"), default="mptcp")
     parser.add_argument("--addr", required=True, help="the server's address")

@@ -1,0 +1,71 @@
+"""``mpsched calibrate``: scenarios on the kernel and in the simulator, side by side (needs
+root)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..sweepfile import overrides_of
+from ..testbed.calibrate import calibrate, load_target, render
+from ..testbed.kernel import TestbedError
+from .options import override_options
+
+__all__ = ["calibrate_command"]
+
+
+@click.command("calibrate")
+@click.argument("target", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--repetitions", "-n", type=click.IntRange(1, 100), help="Runs per point and side.")
+@override_options
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("calibration"),
+    show_default=True,
+    help="Directory of report.md and report.json.",
+)
+@click.option("--resume", is_flag=True, help="Keep the runs already in DIR/report.json.")
+@click.option(
+    "--rerun-sim",
+    is_flag=True,
+    help="Keep the kernel runs of DIR/report.json and simulate every point again.",
+)
+@click.option(
+    "--sim-scheduler",
+    metavar="NAME",
+    help="Simulator scheduler (default: linux if the simulator has it, else minrtt).",
+)
+def calibrate_command(
+    target: Path,
+    repetitions: int | None,
+    duration: str | None,
+    sets: tuple[str, ...],
+    out: Path,
+    resume: bool,
+    rerun_sim: bool,
+    sim_scheduler: str | None,
+) -> None:
+    """Run TARGET (a scenario or a sweep file) on the kernel and in the simulator (needs root).
+
+    Writes DIR/report.md and DIR/report.json with both sides' goodput, per-path share,
+    retransmissions and RTTs, and the kernel/simulator goodput ratio per point.
+    """
+    sweep = load_target(target)
+    overrides = overrides_of(duration, sets)
+    try:
+        report = calibrate(
+            sweep,
+            out,
+            repetitions=repetitions,
+            overrides=overrides,
+            resume=resume,
+            rerun_sim=rerun_sim,
+            sim_scheduler=sim_scheduler,
+            progress=lambda line: click.echo(line, err=True),
+        )
+    except TestbedError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"wrote {out / 'report.md'} and {out / 'report.json'}", err=True)
+    click.echo(render(report["meta"], report["rows"]))

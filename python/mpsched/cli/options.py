@@ -1,0 +1,34 @@
+"""Options that several commands share, so that they read and behave the same everywhere."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+__all__ = ["json_option", "override_options", "set_option"]
+
+# `mpsched run` and `mpsched emulate`: one scenario, its keys overridden one by one.
+set_option = click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a scenario key, e.g. --set path.lte.rtt=200ms (repeatable).",
+)
+
+json_option = click.option(
+    "--json", "as_json", is_flag=True, help="Print the summary as one JSON object."
+)
+
+
+def override_options(fn: Any) -> Any:
+    """The ``--duration`` and ``--set`` options of the commands that run sweeps."""
+    fn = click.option(
+        "--set",
+        "sets",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="Override a key of every point (path.*.KEY for every path; repeatable).",
+    )(fn)
+    return click.option("--duration", metavar="D", help="Duration of every run, e.g. 30s.")(fn)

@@ -1,0 +1,272 @@
+"""What the commands print on a terminal: a run's summary (``mpsched run``, ``mpsched emulate``)
+and the speed report (``mpsched bench``).
+
+Every formatter tolerates missing keys and ``None`` (printed as ``-``): the testbed's summary
+leaves out what the kernel cannot tell.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from ..api import Result
+
+__all__ = ["print_bench_report", "print_bench_suite", "print_emulation", "print_summary", "rate"]
+
+
+# --- formatting helpers (tolerant of missing keys) ---
+
+
+def _num(value: Any, spec: str = ",.2f", unit: str = "") -> str:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "-"
+    return f"{value:{spec}}{unit}"
+
+
+def _pct(value: Any) -> float | None:
+    return value * 100 if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _int(value: Any) -> str:
+    return _num(value, ",d") if isinstance(value, int) else _num(value, ",.0f")
+
+
+def _stats(stats: Any, keys: Sequence[str], unit: str) -> str:
+    if not isinstance(stats, dict):
+        return "-"
+    parts = []
+    for key in keys:
+        value = stats.get(key)
+        spec = ",d" if isinstance(value, int) and not isinstance(value, bool) else ",.2f"
+        parts.append(f"{key} {_num(value, spec, unit)}")
+    return "  ".join(parts)
+
+
+def rate(events: Any, seconds: Any) -> float | None:
+    if isinstance(events, int | float) and isinstance(seconds, int | float) and seconds > 0:
+        return events / seconds
+    return None
+
+
+def _subflow_table(subflows: list[dict[str, Any]]) -> Table:
+    table = Table(title="subflows", title_justify="left", box=None, header_style="bold")
+    columns = [
+        ("subflow", "left"),
+        ("sent MB", "right"),
+        ("Mbps", "right"),
+        ("retx", "right"),
+        ("RTOs", "right"),
+        ("q drop", "right"),
+        ("rnd drop", "right"),
+        ("srtt ms", "right"),
+        ("min rtt ms", "right"),
+    ]
+    for name, justify in columns:
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for sub in subflows:
+        sent = sub.get("bytes_sent")
+        table.add_row(
+            str(sub.get("name", "?")),
+            _num(sent / 1e6 if isinstance(sent, int | float) else None),
+            _num(sub.get("goodput_mbps")),
+            _int(sub.get("retransmits")),
+            _int(sub.get("rtos")),
+            _int(sub.get("queue_drops")),
+            _int(sub.get("random_drops")),
+            _num(sub.get("srtt_ms"), ",.1f"),
+            _num(sub.get("min_rtt_ms"), ",.1f"),
+        )
+    return table
+
+
+def _flow_table(flows: list[dict[str, Any]]) -> Table:
+    table = Table(
+        title="flows (0: the main connection)",
+        title_justify="left",
+        box=None,
+        header_style="bold",
+    )
+    columns = ("flow", "protocol", "paths", "start s", "size KB", "done s", "Mbps", "RTOs")
+    for name in columns:
+        table.add_column(name, justify="left" if name in ("protocol", "paths") else "right")
+    for f in flows:
+        size = f.get("size_bytes")
+        table.add_row(
+            _int(f.get("flow")),
+            str(f.get("protocol", "?")),
+            ",".join(str(p) for p in f.get("paths") or []),
+            _num(f.get("start_s"), ",.3f"),
+            "bulk" if size is None else _num(size / 1e3 if isinstance(size, int) else None, ",.1f"),
+            _num(f.get("completion_s"), ",.3f"),
+            _num(f.get("goodput_mbps")),
+            _int(f.get("rtos")),
+        )
+    return table
+
+
+def _benefit_text(s: dict[str, Any]) -> str:
+    base = [b for b in s.get("baselines") or [] if isinstance(b, dict)]
+    paths = ", ".join(
+        f"{b.get('name', '?')} {_num(b.get('goodput_mbps'), ',.2f', ' Mbps')}" for b in base
+    )
+    return f"benefit {_num(s.get('aggregation_benefit'), '+.3f')} (TCP alone: {paths or '-'})"
+
+
+def print_summary(result: Result, console: Console) -> None:
+    """Print a run's summary as readable text."""
+    s = result.summary
+    head = Table.grid(padding=(0, 2))
+    head.add_column(style="bold")
+    head.add_column()
+    head.add_row(
+        "scenario",
+        f"{s.get('protocol', '?')}, scheduler {s.get('scheduler', '?')}, "
+        f"{s.get('congestion', '?')}, seed {s.get('seed', '?')}, "
+        f"{_num(s.get('duration_s'), 'g', 's')} simulated",
+    )
+    delivered = s.get("bytes_delivered")
+    head.add_row(
+        "goodput",
+        f"{_num(s.get('goodput_mbps'), ',.2f', ' Mbps')} "
+        f"({_num(delivered / 1e6 if isinstance(delivered, int | float) else None)} MB delivered)",
+    )
+    completion = s.get("completion_s")
+    endless = "- (rate-limited application)" if "block_delay_ms" in s else "- (bulk transfer)"
+    head.add_row("completion", endless if completion is None else _num(completion, ",.3f", " s"))
+    head.add_row("OOO delay", _stats(s.get("ooo_delay_ms"), ("mean", "p50", "p99", "max"), " ms"))
+    head.add_row(
+        "DATA_ACK step",
+        _stats(s.get("data_ack_step_segments"), ("mean", "p99", "max"), " seg"),
+    )
+    head.add_row(
+        "MPTCP",
+        f"reinjections {_int(s.get('reinjections'))}, opportunistic retransmits "
+        f"{_int(s.get('opportunistic_retransmits'))}, penalizations "
+        f"{_int(s.get('penalizations'))}",
+    )
+    if "aggregation_benefit" in s:
+        head.add_row("aggregation", _benefit_text(s))
+    if s.get("block_delay_ms") is not None:
+        head.add_row(
+            "blocks",
+            f"{_int(s.get('blocks_delivered'))} delivered; delay "
+            + _stats(s.get("block_delay_ms"), ("mean", "p50", "p99", "max"), " ms")
+            + f"; worst {_num(_pct(s.get('block_delay_increase')), ',.0f', '%')} over the least"
+            " a block can take",
+        )
+    flows = [f for f in s.get("flows") or [] if isinstance(f, dict)]
+    if flows:
+        head.add_row(
+            "flows",
+            f"{len(flows)} connections; mean completion "
+            f"{_num(s.get('mean_flow_completion_s'), ',.3f', ' s')}, "
+            f"{_int(s.get('unfinished_flows'))} unfinished",
+        )
+    events_per_s = rate(s.get("events"), result.loop_wall_s)
+    head.add_row(
+        "events",
+        f"{_int(s.get('events'))} ({_num(events_per_s, ',.0f')} events/s; "
+        f"loop {_num(result.loop_wall_s, '.3f', ' s')}, wall {_num(s.get('wall_s'), '.3f', ' s')})",
+    )
+    console.print(head)
+    subflows = s.get("subflows")
+    if isinstance(subflows, list) and subflows:
+        console.print()
+        console.print(_subflow_table([sub for sub in subflows if isinstance(sub, dict)]))
+    if flows and len(flows) <= 40:
+        console.print()
+        console.print(_flow_table(flows))
+
+
+def print_emulation(summary: Mapping[str, Any], config: Mapping[str, Any]) -> None:
+    """Print an emulated run's summary, then the emulator's and the kernel's own lines."""
+    console = Console()
+    print_summary(Result(summary=dict(summary), scenario=dict(config)), console)
+    emu, kernel = summary.get("emulator") or {}, summary.get("kernel") or {}
+    late = emu.get("lateness_us") or {}
+    console.print()
+    console.print(
+        f"[bold]emulator[/bold]  release lateness p50 {late.get('p50_us', 0):.0f} us, "
+        f"p99 {late.get('p99_us', 0):.0f} us, max {late.get('max_us', 0):.0f} us over "
+        f"{late.get('count', 0):,} packets; CPU {emu.get('cpu_percent') or 0:.0f}% of a core"
+    )
+    console.print(
+        f"[bold]kernel[/bold]    {kernel.get('subflows_established')} subflow(s), congestion "
+        f"{', '.join(kernel.get('congestion_in_use') or ['?'])}, fast recoveries "
+        f"{kernel.get('fast_recoveries')}, RTO recoveries {kernel.get('rto_recoveries')}"
+    )
+    for error in kernel.get("errors") or []:
+        console.print(f"[bold]warning[/bold]   {error}")
+
+
+# --- mpsched bench ---
+
+
+def print_bench_suite(suite: Mapping[str, Any]) -> None:
+    """The fixed benchmark scenarios as a table beside the bare heap loop, then the sweeps."""
+    table = Table(
+        title=f"bare heap loop: {suite['heap_mevents_per_s']:.2f} M events/s",
+        caption="; ".join(f"{r['name']}: {r['description']}" for r in suite["scenarios"])
+        + "; loop s: the median run's simulation loop; ratio: sim s/s over the heap loop's "
+        "M events/s, timed between the runs",
+    )
+    for col in (
+        "scenario",
+        "sim s",
+        "events",
+        "data pkts",
+        "runs",
+        "loop s",
+        "sim s/s",
+        "pkts/s",
+        "peak RSS",
+        "ratio",
+    ):
+        table.add_column(col, justify="left" if col == "scenario" else "right")
+    for r in suite["scenarios"]:
+        rss = r.get("peak_rss_bytes")
+        table.add_row(
+            r["name"],
+            _num(r["simulated_s"], ",.0f"),
+            _int(r["events"]),
+            _int(r["data_packets"]),
+            _int(r["runs"]),
+            _num(r["wall_s"], ",.3f"),
+            _num(r["sim_s_per_wall_s"], ",.0f"),
+            _num(r["data_packets_per_wall_s"] / 1e6, ",.2f", " M"),
+            "-" if rss is None else f"{rss / 2**20:,.0f} MiB",
+            _num(r["ratio_to_heap"], ",.1f"),
+        )
+    console = Console(width=max(Console().width, 110))
+    if suite["scenarios"]:
+        console.print(table)
+    for s in suite["sweeps"]:
+        console.print(
+            f"{s['name']}: {s['description']}: {s['runs']} runs in {s['wall_s']:.1f} s on "
+            f"{s['cores']} cores = {s['runs_per_s']:.1f} runs/s "
+            f"({s['sim_s_per_wall_s']:,.0f} simulated s per wall s)"
+        )
+
+
+def print_bench_report(report: Mapping[str, Any]) -> None:
+    """One run of the default scenario: its events, simulated and wall time, and speed."""
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    rows = [
+        ("events", _int(report["events"])),
+        ("simulated", _num(report["sim_s"], ",.1f", " s")),
+        ("loop wall time", _num(report["loop_wall_s"], ",.3f", " s")),
+        ("total wall time", _num(report["wall_s"], ",.3f", " s")),
+        ("events/s", _num(report["events_per_s"], ",.0f")),
+        ("sim s / wall s", _num(report["sim_s_per_wall_s"], ",.2f")),
+        ("bare heap loop", _num(report["heap_mevents_per_s"], ",.2f", " M events/s")),
+        ("(sim s / wall s) / heap", _num(report["sim_s_per_wall_s_per_heap_mevents"], ",.3f")),
+    ]
+    for label, value in rows:
+        table.add_row(label, value)
+    Console().print(table)

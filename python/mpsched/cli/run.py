@@ -1,0 +1,92 @@
+"""``mpsched run``: simulate one scenario and print its summary."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from .. import api
+from ..errors import ScenarioError
+from ..scenario import load, parse_set
+from ..traces import TABLES
+from ..units import UnitError, parse_duration
+from .options import json_option, set_option
+from .render import print_summary
+
+__all__ = ["run_command"]
+
+
+@click.command("run")
+@click.argument("file", required=False)
+@click.option("--scheduler", metavar="NAME", help="Packet scheduler (see `mpsched schedulers`).")
+@click.option("--seed", type=int, metavar="N", help="Random seed (integer >= 0).")
+@set_option
+@json_option
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    metavar="DIR",
+    help="Write summary.json, scenario.json and the Parquet traces (streamed) into DIR.",
+)
+@click.option(
+    "--sample-interval",
+    default="10ms",
+    show_default=True,
+    metavar="DURATION",
+    help="Period of the sampled subflow and connection traces.",
+)
+@click.option("--no-traces", is_flag=True, help="With --out, write only the JSON files.")
+@click.option(
+    "--benefit",
+    is_flag=True,
+    help="Also run plain TCP on each path alone and report the aggregation benefit.",
+)
+def run_command(
+    file: str | None,
+    scheduler: str | None,
+    seed: int | None,
+    sets: tuple[str, ...],
+    as_json: bool,
+    out: Path | None,
+    sample_interval: str,
+    no_traces: bool,
+    benefit: bool,
+) -> None:
+    """Simulate the scenario FILE (default: the STMS lab set-up) and print a summary."""
+    overrides = parse_set(sets)
+    if scheduler is not None:
+        overrides["connection.scheduler"] = scheduler
+    if seed is not None:
+        overrides["seed"] = seed
+    model = load(file, overrides, label="--set")
+    try:
+        interval = parse_duration(sample_interval)
+    except UnitError as exc:
+        raise ScenarioError(f"--sample-interval: {exc}") from None
+    if interval <= 0:
+        raise ScenarioError(f"--sample-interval: must be > 0, got {sample_interval!r}")
+    if out is not None:
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ScenarioError(f"--out {out}: cannot write: {exc.strerror or exc}") from None
+    result = api.run(
+        model,
+        out=out,
+        trace=out is not None and not no_traces,
+        sample_interval=interval,
+        benefit=benefit,
+    )
+    if out is not None:
+        names = ["summary.json", "scenario.json"]
+        if not no_traces:
+            names += [f"{table}.parquet" for table in TABLES]
+        for name in names:
+            click.echo(f"wrote {out / name}", err=True)
+    if as_json:
+        click.echo(json.dumps(result.summary, indent=2))
+    else:
+        print_summary(result, Console())

@@ -1,0 +1,140 @@
+"""How one scenario value is read: a quantity with its unit and bounds, a choice, a flag.
+
+Each field type is an ``Annotated`` alias whose validator runs before pydantic's own, so that a
+value can be written as TOML does (``"20ms"``, ``"6MiB"``) and every error names the field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated
+
+from pydantic import BeforeValidator, ValidationInfo
+
+from ..units import QueueLimit, parse_duration, parse_queue, parse_rate, parse_size
+
+#: Competing connections a scenario may hold (each is a pair of sockets in the simulator).
+MAX_FLOWS = 10_000
+
+
+def _quantity(
+    parse: Callable[[object], int], minimum: int, *, optional: bool = False
+) -> BeforeValidator:
+    """A validator turning a quantity string into base units and checking its lower bound."""
+
+    def convert(value: object, info: ValidationInfo) -> object:
+        if value is None and optional:
+            return None
+        number = parse(value)
+        if number < minimum:
+            bound = "> 0" if minimum > 0 else ">= 0"
+            raise ValueError(f"{info.field_name} must be {bound}, got {value!r}")
+        return number
+
+    return BeforeValidator(convert)
+
+
+def _convert_queue(value: object, info: ValidationInfo) -> object:
+    if value is None or isinstance(value, QueueLimit):
+        return value
+    limit = parse_queue(value)
+    if limit.value < 0:
+        raise ValueError(f"{info.field_name} must be >= 0, got {value!r}")
+    return limit
+
+
+def _convert_probability(value: object, info: ValidationInfo) -> object:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{info.field_name} must be a number in [0, 1), got {value!r}")  # noqa: TRY004
+    if not 0.0 <= value < 1.0:
+        raise ValueError(f"{info.field_name} must be in [0, 1), got {value!r}")
+    return float(value)
+
+
+def _convert_ratio(value: object, info: ValidationInfo) -> object:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{info.field_name} must be a number in (0, 1], got {value!r}")  # noqa: TRY004
+    if not 0.0 < value <= 1.0:
+        raise ValueError(f"{info.field_name} must be in (0, 1], got {value!r}")
+    return float(value)
+
+
+def _convert_bool(value: object, info: ValidationInfo) -> object:
+    if not isinstance(value, bool):
+        raise ValueError(f"{info.field_name} must be true or false, got {value!r}")  # noqa: TRY004
+    return value
+
+
+def choice(options: tuple[str, ...], *, optional: bool = False) -> BeforeValidator:
+    def check(value: object, info: ValidationInfo) -> object:
+        if value is None and optional:
+            return None
+        if value not in options:
+            raise ValueError(
+                f"unknown {info.field_name} {value!r} (expected one of: {', '.join(options)})"
+            )
+        return value
+
+    return BeforeValidator(check)
+
+
+def _convert_seed(value: object, info: ValidationInfo) -> object:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**64:
+        raise ValueError(f"seed must be an integer >= 0, got {value!r}")
+    return value
+
+
+def _convert_name(value: object, info: ValidationInfo) -> object:
+    if not isinstance(value, str) or not value or "." in value:
+        raise ValueError(f"name must be a non-empty string without '.', got {value!r}")
+    return value
+
+
+def _convert_param(value: object) -> object:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError(  # noqa: TRY004 - pydantic reports ValueError only
+            f"scheduler parameters must be numbers or strings, got {value!r}"
+        )
+    return value
+
+
+def _convert_count(value: object, info: ValidationInfo) -> object:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_FLOWS:
+        raise ValueError(f"{info.field_name} must be an integer in 0..{MAX_FLOWS}, got {value!r}")
+    return value
+
+
+def _convert_shape(value: object, info: ValidationInfo) -> object:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 1.0:
+        raise ValueError(
+            f"{info.field_name} must be a number > 1 (the mean is infinite at 1), got {value!r}"
+        )
+    return float(value)
+
+
+def _convert_string(value: object, info: ValidationInfo) -> object:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{info.field_name} must be a non-empty string, got {value!r}")
+    return value
+
+
+PositiveDuration = Annotated[int, _quantity(parse_duration, 1)]
+NonNegativeDuration = Annotated[int, _quantity(parse_duration, 0)]
+OptionalDuration = Annotated[int | None, _quantity(parse_duration, 0, optional=True)]
+PositiveRate = Annotated[int, _quantity(parse_rate, 1)]
+OptionalRate = Annotated[int | None, _quantity(parse_rate, 1, optional=True)]
+PositiveSize = Annotated[int, _quantity(parse_size, 1)]
+OptionalSize = Annotated[int | None, _quantity(parse_size, 1, optional=True)]
+Queue = Annotated[QueueLimit, BeforeValidator(_convert_queue)]
+OptionalQueue = Annotated[QueueLimit | None, BeforeValidator(_convert_queue)]
+Probability = Annotated[float, BeforeValidator(_convert_probability)]
+OptionalRatio = Annotated[float | None, BeforeValidator(_convert_ratio)]
+Flag = Annotated[bool, BeforeValidator(_convert_bool)]
+Seed = Annotated[int, BeforeValidator(_convert_seed)]
+Name = Annotated[str, BeforeValidator(_convert_name)]
+NonEmptyString = Annotated[str, BeforeValidator(_convert_string)]
+Param = Annotated[int | float | str, BeforeValidator(_convert_param)]
+Count = Annotated[int, BeforeValidator(_convert_count)]
+Shape = Annotated[float, BeforeValidator(_convert_shape)]

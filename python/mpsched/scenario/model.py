@@ -1,0 +1,387 @@
+"""The scenario's tables as pydantic models, the choices each field accepts, and the checks
+that involve several fields.
+
+The choice lists (protocols, congestion controls, stacks, ...) and the native scheduler names
+are what validation accepts; every check raises ``ValueError('<field>: <problem>')``, which
+:func:`mpsched.scenario.load.validate` turns into a one-line ``ScenarioError``.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ..units import format_duration
+from .fields import (
+    MAX_FLOWS,
+    Count,
+    Flag,
+    Name,
+    NonEmptyString,
+    NonNegativeDuration,
+    OptionalDuration,
+    OptionalQueue,
+    OptionalRate,
+    OptionalRatio,
+    OptionalSize,
+    Param,
+    PositiveDuration,
+    PositiveRate,
+    PositiveSize,
+    Probability,
+    Queue,
+    Seed,
+    Shape,
+    choice,
+)
+
+__all__ = [
+    "CONGESTION_CONTROLS",
+    "LOSS_RECOVERIES",
+    "PROTOCOLS",
+    "SIZE_DISTS",
+    "STACKS",
+    "START_DISTS",
+    "WORKLOAD_KINDS",
+    "Connection",
+    "FlowSpec",
+    "PathSpec",
+    "Scenario",
+    "ScheduleEntry",
+    "Workload",
+    "resolve_delays",
+]
+
+# What each choice field accepts (the Literal types of the models below repeat them for typing).
+PROTOCOLS = ("mptcp", "tcp")
+CONGESTION_CONTROLS = ("reno", "cubic", "lia", "olia")
+STACKS = ("upstream", "out-of-tree")
+LOSS_RECOVERIES = ("linux", "classic")
+WORKLOAD_KINDS = ("bulk", "file", "rate")
+SIZE_DISTS = ("fixed", "pareto")
+START_DISTS = ("fixed", "poisson")
+
+
+@cache
+def _scheduler_names() -> tuple[str, ...] | None:
+    """Names of the native schedulers, or ``None`` when the native module is not built."""
+    try:
+        from .. import _native  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return tuple(entry[0] for entry in _native.schedulers())
+
+
+# --- models ---
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_default=True, frozen=True)
+
+
+class Connection(_Model):
+    """The ``[connection]`` table."""
+
+    protocol: Annotated[Literal["mptcp", "tcp"], choice(PROTOCOLS)] = "mptcp"
+    scheduler: NonEmptyString = "default"
+    congestion: Annotated[Literal["reno", "cubic", "lia", "olia"], choice(CONGESTION_CONTROLS)] = (
+        "cubic"
+    )
+    sndbuf: PositiveSize = "6MiB"  # type: ignore[assignment]
+    sndbuf_autotune: Flag = True
+    rcvbuf: PositiveSize = "6MiB"  # type: ignore[assignment]
+    rcvbuf_initial: PositiveSize = "128KiB"  # type: ignore[assignment]
+    rcvbuf_autotune: Flag = True
+    window_ratio: OptionalRatio = None
+    stack: Annotated[Literal["upstream", "out-of-tree"], choice(STACKS)] = "upstream"
+    loss_recovery: Annotated[Literal["linux", "classic"], choice(LOSS_RECOVERIES)] = "linux"
+    paths: list[Name] | None = None
+    scheduler_params: dict[str, Param] = Field(default_factory=dict)
+
+
+class Workload(_Model):
+    """The ``[workload]`` table: a bulk transfer, a file of ``size`` bytes, or an application
+    writing a ``block`` every ``block x 8 / rate`` seconds (``kind = "rate"``).
+
+    With ``size_dist = "pareto"`` the file's size is drawn (from the scenario's seed) from a
+    Pareto distribution of mean ``size`` and shape ``pareto_shape``.
+    """
+
+    kind: Annotated[Literal["bulk", "file", "rate"], choice(WORKLOAD_KINDS)] = "bulk"
+    size: OptionalSize = None
+    rate: OptionalRate = None
+    block: PositiveSize = "8KiB"  # type: ignore[assignment]
+    warmup: NonNegativeDuration = "0s"  # type: ignore[assignment]
+    size_dist: Annotated[Literal["fixed", "pareto"], choice(SIZE_DISTS)] = "fixed"
+    pareto_shape: Shape = 1.5
+
+
+class FlowSpec(_Model):
+    """One ``[[flow]]`` table: ``count`` competing connections alike, sharing the paths
+    (``count = 0``: none, for sweeps over the number of flows).
+
+    The i-th of them (from 0) sends its SYN at ``start + i * interval``; with
+    ``start_dist = "poisson"`` the gaps between starts are drawn instead, exponentially
+    distributed with mean ``interval`` (the first at ``start``). Unset, ``protocol``,
+    ``scheduler``, ``scheduler_params`` and ``congestion`` are the main connection's, and
+    ``paths`` its paths (the first of them for TCP). Without ``size`` a flow is a bulk
+    transfer to the end of the run; ``size_dist`` and ``pareto_shape`` are as in
+    ``[workload]``.
+    """
+
+    count: Count = 1
+    start: NonNegativeDuration = "0s"  # type: ignore[assignment]
+    interval: NonNegativeDuration = "0s"  # type: ignore[assignment]
+    start_dist: Annotated[Literal["fixed", "poisson"], choice(START_DISTS)] = "fixed"
+    protocol: Annotated[Literal["mptcp", "tcp"] | None, choice(PROTOCOLS, optional=True)] = None
+    scheduler: NonEmptyString | None = None
+    scheduler_params: dict[str, Param] | None = None
+    congestion: Annotated[
+        Literal["reno", "cubic", "lia", "olia"] | None,
+        choice(CONGESTION_CONTROLS, optional=True),
+    ] = None
+    size: OptionalSize = None
+    size_dist: Annotated[Literal["fixed", "pareto"], choice(SIZE_DISTS)] = "fixed"
+    pareto_shape: Shape = 1.5
+    paths: list[Name] | None = None
+
+
+class ScheduleEntry(_Model):
+    """One ``[[path.schedule]]`` entry: a change of the path at time ``at``."""
+
+    at: NonNegativeDuration
+    rate: OptionalRate = None
+    rtt: OptionalDuration = None
+    delay_up: OptionalDuration = None
+    delay_down: OptionalDuration = None
+    jitter: OptionalDuration = None
+    jitter_up: OptionalDuration = None
+
+
+class PathSpec(_Model):
+    """One ``[[path]]`` table. Quantities are stored in ns, bytes and bits per second."""
+
+    name: Name
+    rate: PositiveRate
+    rate_up: OptionalRate = None
+    rtt: OptionalDuration = None
+    delay_up: OptionalDuration = None
+    delay_down: OptionalDuration = None
+    queue: Queue = "1000pkt"  # type: ignore[assignment]
+    queue_up: OptionalQueue = None
+    loss: Probability = 0.0
+    ack_loss: Probability = 0.0
+    jitter: NonNegativeDuration = "0s"  # type: ignore[assignment]
+    jitter_up: NonNegativeDuration = "0s"  # type: ignore[assignment]
+    schedule: list[ScheduleEntry] = Field(default_factory=list)
+
+    def delays(self) -> tuple[int, int]:
+        """``(delay_up_ns, delay_down_ns)`` after resolving ``rtt`` and the one-way delays."""
+        up, down = resolve_delays(self.rtt, self.delay_up, self.delay_down, partial=False)
+        assert up is not None and down is not None
+        return up, down
+
+
+class Scenario(_Model):
+    """A whole scenario file."""
+
+    duration: PositiveDuration = "60s"  # type: ignore[assignment]
+    seed: Seed = 1
+    connection: Connection = Field(default_factory=Connection)
+    workload: Workload = Field(default_factory=Workload)
+    path: list[PathSpec] = Field(default_factory=list)
+    flow: list[FlowSpec] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _cross_check(self) -> Scenario:
+        _check(self)
+        return self
+
+    def selected_paths(self) -> list[PathSpec]:
+        """The paths the connection uses, in order (only the first one for plain TCP)."""
+        by_name = {p.name: p for p in self.path}
+        names = self.connection.paths or [p.name for p in self.path]
+        if self.connection.protocol == "tcp":
+            names = names[:1]
+        return [by_name[name] for name in names]
+
+
+# --- cross-field checks ---
+
+
+def resolve_delays(
+    rtt: int | None, up: int | None, down: int | None, *, partial: bool
+) -> tuple[int | None, int | None]:
+    """Resolve ``rtt``/``delay_up``/``delay_down`` into one-way delays.
+
+    ``rtt`` alone is split evenly; ``rtt`` with one delay gives the other; with all three, ``rtt``
+    must be their sum. One delay alone applies to both directions, except when ``partial`` (a
+    schedule entry), where the other direction stays unchanged (``None``).
+    """
+    if up is None and down is None:
+        if rtt is None:
+            return None, None
+        return rtt - rtt // 2, rtt // 2
+    if up is not None and down is not None:
+        if rtt is not None and rtt != up + down:
+            raise ValueError(
+                f"rtt {format_duration(rtt)} must equal delay_up + delay_down = "
+                f"{format_duration(up + down)}"
+            )
+        return up, down
+    given = up if up is not None else down
+    assert given is not None
+    if rtt is not None:
+        other: int | None = rtt - given
+        assert other is not None
+        if other < 0:
+            which = "delay_up" if up is not None else "delay_down"
+            raise ValueError(
+                f"rtt {format_duration(rtt)} is smaller than {which} {format_duration(given)}"
+            )
+    else:
+        other = None if partial else given
+    return (given, other) if up is not None else (other, given)
+
+
+def _where(index: int, name: str, field: str = "") -> str:
+    suffix = f".{field}" if field else ""
+    return f"path[{index}]{suffix} ({name!r})"
+
+
+def _check(scenario: Scenario) -> None:
+    """Checks that involve several fields; raise ``ValueError('<field>: <problem>')``."""
+    if not scenario.path:
+        raise ValueError("path: at least one [[path]] table is required")
+    seen: set[str] = set()
+    for i, path in enumerate(scenario.path):
+        if path.name in seen:
+            raise ValueError(f"{_where(i, path.name, 'name')}: duplicate path name")
+        seen.add(path.name)
+        _check_path(i, path, scenario.duration)
+
+    connection = scenario.connection
+    if connection.paths is not None:
+        if not connection.paths:
+            raise ValueError("connection.paths: must name at least one path")
+        for j, name in enumerate(connection.paths):
+            if name not in seen:
+                known = ", ".join(p.name for p in scenario.path)
+                raise ValueError(f"connection.paths[{j}]: unknown path {name!r} (paths: {known})")
+            if name in connection.paths[:j]:
+                raise ValueError(f"connection.paths[{j}]: path {name!r} is listed twice")
+
+    known_schedulers = _scheduler_names()
+    if (
+        known_schedulers is not None
+        and connection.scheduler not in known_schedulers
+        and ":" not in connection.scheduler  # module:Class, a scheduler written in Python
+    ):
+        raise ValueError(
+            f"connection.scheduler: unknown scheduler {connection.scheduler!r} "
+            f"(known: {', '.join(known_schedulers)})"
+        )
+
+    workload = scenario.workload
+    if workload.kind == "file" and workload.size is None:
+        raise ValueError("workload.size: required when kind = 'file'")
+    if workload.kind != "file" and workload.size is not None:
+        raise ValueError(f"workload.size: not allowed when kind = {workload.kind!r}")
+    if workload.kind != "file" and workload.size_dist != "fixed":
+        raise ValueError(f"workload.size_dist: a {workload.kind!r} workload has no size to draw")
+    if workload.kind == "rate" and workload.rate is None:
+        raise ValueError("workload.rate: required when kind = 'rate' (e.g. \"1875kbps\")")
+    if workload.kind != "rate" and workload.rate is not None:
+        raise ValueError(f"workload.rate: only for kind = 'rate', not {workload.kind!r}")
+    if workload.kind != "rate" and workload.warmup != 0:
+        raise ValueError(f"workload.warmup: only for kind = 'rate', not {workload.kind!r}")
+    if workload.warmup >= scenario.duration:
+        raise ValueError("workload.warmup: must be shorter than the run's duration")
+    if workload.block > 2**30:
+        raise ValueError(f"workload.block: at most 1 GiB, got {workload.block} bytes")
+
+    total = 0
+    for j, flow in enumerate(scenario.flow):
+        _check_flow(scenario, j, flow, known_schedulers)
+        total += flow.count
+    if total > MAX_FLOWS:
+        raise ValueError(f"flow: at most {MAX_FLOWS} competing flows in all, got {total}")
+
+
+def _check_flow(
+    scenario: Scenario, j: int, flow: FlowSpec, known_schedulers: tuple[str, ...] | None
+) -> None:
+    where = f"flow[{j}]"
+    names = [p.name for p in scenario.path]
+    if flow.paths is not None:
+        if not flow.paths:
+            raise ValueError(f"{where}.paths: must name at least one path")
+        for k, name in enumerate(flow.paths):
+            if name not in names:
+                raise ValueError(
+                    f"{where}.paths[{k}]: unknown path {name!r} (paths: {', '.join(names)})"
+                )
+            if name in flow.paths[:k]:
+                raise ValueError(f"{where}.paths[{k}]: path {name!r} is listed twice")
+    protocol = flow.protocol or scenario.connection.protocol
+    if protocol == "tcp" and flow.paths is not None and len(flow.paths) != 1:
+        raise ValueError(f"{where}.paths: a TCP flow uses exactly one path")
+    if protocol == "mptcp":
+        scheduler = flow.scheduler or scenario.connection.scheduler
+        if ":" in scheduler:
+            raise ValueError(
+                f"{where}.scheduler: competing flows need a built-in scheduler "
+                f"({scheduler!r} is written in Python and drives only the main connection)"
+            )
+        if known_schedulers is not None and scheduler not in known_schedulers:
+            raise ValueError(
+                f"{where}.scheduler: unknown scheduler {scheduler!r} "
+                f"(known: {', '.join(known_schedulers)})"
+            )
+    if flow.size is None and flow.size_dist != "fixed":
+        raise ValueError(f"{where}.size_dist: a bulk flow (no size) has no size to draw")
+    if flow.start_dist == "poisson" and flow.interval == 0:
+        raise ValueError(f"{where}.interval: the mean gap of Poisson arrivals must be > 0")
+    last = flow.start + max(flow.count - 1, 0) * flow.interval
+    if flow.start_dist == "poisson":
+        last = flow.start  # the others start when they are drawn to
+    if last >= scenario.duration:
+        raise ValueError(
+            f"{where}.start: its last flow would start at {format_duration(last)}, "
+            f"not before the end of the run ({format_duration(scenario.duration)})"
+        )
+
+
+def _check_path(index: int, path: PathSpec, duration: int) -> None:
+    if path.rtt is None and path.delay_up is None and path.delay_down is None:
+        raise ValueError(f"{_where(index, path.name, 'rtt')}: required (or delay_up/delay_down)")
+    try:
+        resolve_delays(path.rtt, path.delay_up, path.delay_down, partial=False)
+    except ValueError as exc:
+        raise ValueError(f"{_where(index, path.name, 'rtt')}: {exc}") from None
+    for k, entry in enumerate(path.schedule):
+        where = f"schedule[{k}]"
+        if entry.at >= duration:
+            raise ValueError(
+                f"{_where(index, path.name, where + '.at')}: must be < duration "
+                f"{format_duration(duration)}, got {format_duration(entry.at)}"
+            )
+        changes = (
+            entry.rate,
+            entry.rtt,
+            entry.delay_up,
+            entry.delay_down,
+            entry.jitter,
+            entry.jitter_up,
+        )
+        if all(change is None for change in changes):
+            raise ValueError(
+                f"{_where(index, path.name, where)}: changes nothing "
+                "(give rate, rtt, delay_up, delay_down, jitter or jitter_up)"
+            )
+        try:
+            resolve_delays(entry.rtt, entry.delay_up, entry.delay_down, partial=True)
+        except ValueError as exc:
+            raise ValueError(f"{_where(index, path.name, where + '.rtt')}: {exc}") from None

@@ -1,0 +1,123 @@
+"""What this machine allows the testbed: privileges, tools, the kernel's MPTCP schedulers and
+congestion controls, and which scenarios the kernel can run at all."""
+
+from __future__ import annotations
+
+import functools
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import ScenarioError
+
+__all__ = [
+    "KERNEL_CONGESTION",
+    "NS_PREFIX",
+    "TestbedError",
+    "check_kernel_support",
+    "kernel_schedulers",
+    "missing_capabilities",
+    "tool",
+]
+
+# Every namespace the testbed makes starts with it, the probe's too: what `leftovers` looks for.
+NS_PREFIX = "mpsemu-"
+KERNEL_CONGESTION = ("reno", "cubic")
+
+
+class TestbedError(RuntimeError):
+    """The testbed cannot be built or run (missing privilege, tool or kernel feature)."""
+
+    __test__ = False  # not a pytest test class
+
+
+@functools.cache
+def tool(name: str) -> str:
+    """The full path of a system tool (``ip``, ``sysctl``, ``nstat``), or its bare name."""
+    return shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin:/usr/bin") or name
+
+
+def missing_capabilities(protocol: str = "mptcp") -> str | None:
+    """Why the testbed cannot run here, or ``None`` if it can."""
+    if sys.platform != "linux":
+        return "needs Linux"
+    if os.geteuid() != 0:
+        return "needs root (network namespaces, TUN devices)"
+    if not os.path.exists("/dev/net/tun"):
+        return "needs /dev/net/tun"
+    for name in ("ip", "sysctl"):
+        if tool(name) == name:
+            return f"needs the {name!r} tool (iproute2/procps)"
+    if protocol == "mptcp" and not os.path.exists("/proc/sys/net/mptcp/enabled"):
+        return "needs a kernel with Multipath TCP (/proc/sys/net/mptcp)"
+    probe = f"{NS_PREFIX}probe-{secrets.token_hex(3)}"
+    proc = subprocess.run(
+        [tool("ip"), "netns", "add", probe], capture_output=True, text=True, check=False
+    )
+    if proc.returncode != 0:
+        return f"cannot create a network namespace: {proc.stderr.strip()}"
+    subprocess.run([tool("ip"), "netns", "del", probe], capture_output=True, check=False)
+    return None
+
+
+def kernel_schedulers() -> list[str]:
+    """The kernel's MPTCP packet schedulers (``net.mptcp.available_schedulers``)."""
+    try:
+        return Path("/proc/sys/net/mptcp/available_schedulers").read_text().split()
+    except OSError:
+        return []
+
+
+def _kernel_congestion() -> list[str]:
+    try:
+        return Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+    except OSError:
+        return []
+
+
+def check_kernel_support(config: Mapping[str, Any], kernel_scheduler: str | None) -> str:
+    """The kernel scheduler to use; ``ScenarioError`` for what the kernel lacks."""
+    if config.get("flows"):
+        raise ScenarioError(
+            "flow: the testbed runs the main connection only; competing flows ([[flow]]) "
+            "are simulated, not emulated"
+        )
+    if config["workload"]["kind"] == "rate":
+        raise ScenarioError(
+            "workload.kind: the testbed's load generator sends bulk transfers and files; "
+            "'rate' is simulated, not emulated"
+        )
+    if config.get("loss_recovery", "linux") != "linux":
+        raise ScenarioError(
+            "connection.loss_recovery: the kernel recovers losses as Linux does; "
+            "'classic' exists only in the simulator"
+        )
+    congestion = config["congestion"]
+    if congestion not in KERNEL_CONGESTION:
+        raise ScenarioError(
+            f"connection.congestion: {congestion!r} does not exist in the upstream Linux kernel "
+            f"(it has no coupled congestion control for MPTCP); the testbed supports "
+            f"{', '.join(KERNEL_CONGESTION)}"
+        )
+    available_cc = _kernel_congestion()
+    if available_cc and congestion not in available_cc:
+        raise ScenarioError(
+            f"connection.congestion: {congestion!r} is not available in this kernel "
+            f"(net.ipv4.tcp_available_congestion_control: {' '.join(available_cc)})"
+        )
+    if config["protocol"] != "mptcp":
+        return "default"
+    scheduler = kernel_scheduler or str(config["scheduler"])
+    available = kernel_schedulers()
+    if available and scheduler not in available:
+        raise ScenarioError(
+            f"connection.scheduler: {scheduler!r} is not an MPTCP scheduler of this kernel "
+            f"(net.mptcp.available_schedulers: {' '.join(available)}); use "
+            f"--set connection.scheduler=default or --kernel-scheduler"
+        )
+    return scheduler

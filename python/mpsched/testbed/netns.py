@@ -1,0 +1,449 @@
+"""The testbed's network: namespaces, TUN devices, addresses and routes, and the running link
+emulator, built for one scenario and always torn down; and what a run may leave behind."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import secrets
+import select
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from .kernel import NS_PREFIX, TestbedError, tool
+
+__all__ = [
+    "PORT",
+    "SERVER_ADDR",
+    "Testbed",
+    "client_addr",
+    "emulator_binary",
+    "leftovers",
+    "netns_inode",
+    "read_line",
+]
+
+SERVER_ADDR = "10.20.0.1"
+PORT = 5201
+# The source tree (when installed from one), where `cargo` can build the emulator.
+ROOT = Path(__file__).resolve().parents[3]
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM or SIGHUP during a run, handled as Ctrl-C (SIGINT) is."""
+
+
+def client_addr(path: int) -> str:
+    return f"10.10.{path}.2"
+
+
+@functools.cache
+def emulator_binary() -> Path:
+    """The ``mpsched-emu`` executable: ``$MPSCHED_EMU``, else built from this source tree
+    (``cargo build --release -p mpsched-emu``), else on ``PATH``."""
+    env = os.environ.get("MPSCHED_EMU")
+    if env:
+        return Path(env)
+    built = ROOT / "target" / "release" / "mpsched-emu"
+    cargo = shutil.which("cargo")
+    if (ROOT / "crates" / "mpsched-emu").is_dir() and cargo:
+        proc = subprocess.run(
+            [cargo, "build", "--release", "-q", "-p", "mpsched-emu"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if proc.returncode != 0 and not built.exists():
+            raise TestbedError(f"cannot build mpsched-emu: {proc.stderr.strip()[-2000:]}")
+    if built.exists():
+        return built
+    found = shutil.which("mpsched-emu")
+    if found:
+        return Path(found)
+    raise TestbedError("mpsched-emu not found: set MPSCHED_EMU or build crates/mpsched-emu")
+
+
+def netns_inode(name: str) -> int | None:
+    """The inode of a named network namespace (what /proc/PID/ns/net of its processes shows)."""
+    try:
+        return os.stat(f"/run/netns/{name}").st_ino
+    except OSError:
+        return None
+
+
+def _pids_in(inodes: set[int]) -> list[int]:
+    """Processes in one of the network namespaces ``inodes``."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if os.stat(entry / "ns" / "net").st_ino in inodes:
+                    pids.append(int(entry.name))
+    return pids
+
+
+def leftovers(run_id: str | None = None, netns_inodes: Sequence[int] = ()) -> list[str]:
+    """What remains of a run (of every run if ``run_id`` is None): its namespaces, its devices
+    in this namespace, its emulator, and any process still in its namespaces (given their
+    inodes, :func:`netns_inode`, since a deleted namespace has no name)."""
+    tag = f"{NS_PREFIX}{run_id}-" if run_id else NS_PREFIX
+    found = []
+    out = subprocess.run([tool("ip"), "netns", "list"], capture_output=True, text=True, check=False)
+    for line in out.stdout.splitlines():
+        name = line.split()[0] if line.split() else ""
+        if name.startswith(tag) and "-probe-" not in name:
+            found.append(f"netns {name}")
+    if run_id:
+        links = subprocess.run(
+            [tool("ip"), "-o", "link"], capture_output=True, text=True, check=False
+        )
+        for line in links.stdout.splitlines():
+            parts = line.split(":")
+            if len(parts) > 1 and parts[1].strip().startswith(f"me{run_id}"):
+                found.append(f"device {parts[1].strip()}")
+        for pid in _pids_with(f"{NS_PREFIX}{run_id}-"):
+            found.append(f"process {pid} (emulator)")
+    for pid in _pids_in(set(netns_inodes)):
+        found.append(f"process {pid} (in the run's namespaces)")
+    return found
+
+
+def _pids_with(text: str) -> list[int]:
+    """Processes whose command line mentions ``text`` (the emulator's names the run's files)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmdline:
+            pids.append(int(entry.name))
+    return pids
+
+
+# --- the testbed ---
+
+
+def _run(argv: Sequence[str], what: str | None = None) -> str:
+    proc = subprocess.run(list(argv), capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise TestbedError(
+            f"{what or ' '.join(argv)}: {proc.stderr.strip() or proc.stdout.strip()}"
+        )
+    return proc.stdout
+
+
+def read_line(stream: IO[str], timeout: float, proc: subprocess.Popen[str], what: str) -> str:
+    """One line from a child's stdout within ``timeout`` seconds."""
+    end = time.monotonic() + timeout
+    while True:
+        left = end - time.monotonic()
+        if left <= 0:
+            raise TestbedError(f"{what}: no answer within {timeout:g} s")
+        ready, _, _ = select.select([stream], [], [], min(left, 0.2))
+        if ready:
+            line = stream.readline()
+            if line:
+                return line
+            proc.wait(timeout=5)
+            raise TestbedError(f"{what}: exited with code {proc.returncode}")
+
+
+class Testbed:
+    """Namespaces, TUN devices, addresses and the running link emulator for one scenario.
+
+    Use as a context manager; everything is torn down on exit, whatever happened. ``config`` is
+    the normalized scenario (:func:`mpsched.scenario.to_native`). The emulator's link threads
+    run under SCHED_FIFO at ``rt_priority`` (0: the normal scheduler), sleep until ``spin_us``
+    before a release and spin through the rest; ``threads`` is ``"per_direction"`` or
+    ``"single"``.
+    """
+
+    __test__ = False  # not a pytest test class
+
+    def __init__(
+        self,
+        config: Mapping[str, Any],
+        *,
+        spin_us: int = 50,
+        threads: str = "per_direction",
+        rt_priority: int = 10,
+        kernel_scheduler: str = "default",
+        header_trace: int = 0,
+    ) -> None:
+        self.config = dict(config)
+        self.header_trace = header_trace
+        self.paths = list(self.config["paths"])
+        self.protocol = str(self.config["protocol"])
+        self.run_id = secrets.token_hex(3)
+        self.client_ns = f"{NS_PREFIX}{self.run_id}-c"
+        self.server_ns = f"{NS_PREFIX}{self.run_id}-s"
+        self.spin_us = spin_us
+        self.threads = threads
+        self.rt_priority = rt_priority
+        self.kernel_scheduler = kernel_scheduler
+        self.emulator: subprocess.Popen[str] | None = None
+        self.report: dict[str, Any] | None = None
+        self._namespaces: list[str] = []
+        self.netns_inodes: list[int] = []
+        self._children: list[subprocess.Popen[str]] = []
+        self._tmp = Path(tempfile.mkdtemp(prefix=f"mpsemu-{self.run_id}-"))
+        self._signals: dict[int, Any] = {}
+
+    # Device names fit IFNAMSIZ (15): "me" + 6 hex digits + side + path index.
+    def client_dev(self, path: int) -> str:
+        return f"me{self.run_id}c{path}"
+
+    def server_dev(self, path: int) -> str:
+        return f"me{self.run_id}s{path}"
+
+    def __enter__(self) -> Testbed:
+        self._trap_signals()
+        try:
+            self._build()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- signals: SIGTERM/SIGHUP become an exception so that `finally` blocks run --
+
+    def _trap_signals(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+
+        def interrupted(signum: int, _frame: object) -> None:
+            raise Interrupted(f"signal {signal.Signals(signum).name}")
+
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            self._signals[sig] = signal.signal(sig, interrupted)
+
+    def _restore_signals(self) -> None:
+        for sig, handler in self._signals.items():
+            signal.signal(sig, handler)
+        self._signals.clear()
+
+    # -- construction --
+
+    def _sysctls(self) -> dict[str, str]:
+        rcv = int(self.config["rcvbuf_bytes"])
+        snd = int(self.config["sndbuf_bytes"])
+        values = {
+            "net.ipv6.conf.all.disable_ipv6": "1",
+            "net.ipv6.conf.default.disable_ipv6": "1",
+            "net.ipv4.conf.all.rp_filter": "0",
+            "net.ipv4.conf.default.rp_filter": "0",
+            "net.ipv4.tcp_rmem": f"4096 {min(131072, rcv)} {rcv}",
+            "net.ipv4.tcp_wmem": f"4096 {min(16384, snd)} {snd}",
+            "net.ipv4.tcp_no_metrics_save": "1",
+        }
+        # No net.ipv4.tcp_congestion_control: a namespace may only default to an algorithm of
+        # the host's tcp_allowed_congestion_control (EPERM otherwise), and starts with the
+        # host's default (bbr, say). The load generator sets TCP_CONGESTION on its sockets,
+        # which MPTCP applies to every subflow; the summary reports what the subflows used.
+        if self.protocol == "mptcp":
+            values["net.mptcp.enabled"] = "1"
+            values["net.mptcp.scheduler"] = self.kernel_scheduler
+        return values
+
+    def ip(self, ns: str, *args: str) -> str:
+        return _run([tool("ip"), "-n", ns, *args])
+
+    def _build(self) -> None:
+        for ns in (self.client_ns, self.server_ns):
+            self._namespaces.append(ns)
+            _run([tool("ip"), "netns", "add", ns])
+            inode = netns_inode(ns)
+            if inode is not None:
+                self.netns_inodes.append(inode)
+            self.ip(ns, "link", "set", "lo", "up")
+            sysctls = [f"{k}={v}" for k, v in self._sysctls().items()]
+            _run(
+                [tool("ip"), "netns", "exec", ns, tool("sysctl"), "-q", "-w", *sysctls],
+                f"sysctl in {ns}",
+            )
+        self._start_emulator()
+        n = len(self.paths)
+        # The server: one address; a route back to each client address over its path.
+        self.ip(self.server_ns, "addr", "add", f"{SERVER_ADDR}/32", "dev", "lo")
+        for p in range(n):
+            dev = self.server_dev(p)
+            self.ip(self.server_ns, "link", "set", dev, "up")
+            self.ip(self.server_ns, "route", "add", f"{client_addr(p)}/32", "dev", dev)
+        # The client: one address per path, routed by source onto the path's device.
+        for p in range(n):
+            dev, addr = self.client_dev(p), client_addr(p)
+            self.ip(self.client_ns, "addr", "add", f"{addr}/32", "dev", dev)
+            self.ip(self.client_ns, "link", "set", dev, "up")
+            table = str(100 + p)
+            self.ip(self.client_ns, "route", "add", f"{SERVER_ADDR}/32", "dev", dev, "src", addr,
+                    "table", table)  # fmt: skip
+            self.ip(self.client_ns, "rule", "add", "from", addr, "table", table,
+                    "pref", str(1000 + p))  # fmt: skip
+        self.ip(self.client_ns, "route", "add", f"{SERVER_ADDR}/32", "dev", self.client_dev(0),
+                "src", client_addr(0))  # fmt: skip
+        if self.protocol == "mptcp":
+            limit = str(min(8, max(n, 1)))
+            for ns in (self.client_ns, self.server_ns):
+                self.ip(ns, "mptcp", "limits", "set", "subflow", limit, "add_addr_accepted", limit)
+            for p in range(1, n):
+                self.ip(self.client_ns, "mptcp", "endpoint", "add", client_addr(p),
+                        "dev", self.client_dev(p), "subflow")  # fmt: skip
+
+    def _start_emulator(self) -> None:
+        devices = [
+            {
+                "client_ns": self.client_ns,
+                "client_dev": self.client_dev(p),
+                "server_ns": self.server_ns,
+                "server_dev": self.server_dev(p),
+            }
+            for p in range(len(self.paths))
+        ]
+        cfg = {
+            "scenario": self.config,
+            "devices": devices,
+            "spin_us": self.spin_us,
+            "threads": self.threads,
+            "rt_priority": self.rt_priority,
+            "header_trace": self.header_trace,
+        }
+        path = self._tmp / "emulator.json"
+        path.write_text(json.dumps(cfg))
+        stderr = (self._tmp / "emulator.err").open("w")
+        self.emulator = subprocess.Popen(
+            [str(emulator_binary()), str(path)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            start_new_session=True,
+        )
+        stderr.close()
+        self._children.append(self.emulator)
+        assert self.emulator.stdout is not None
+        try:
+            line = read_line(self.emulator.stdout, 10.0, self.emulator, "mpsched-emu")
+        except TestbedError as exc:
+            raise TestbedError(f"{exc}: {self._emulator_stderr()}") from None
+        if not json.loads(line).get("ready"):
+            raise TestbedError(f"mpsched-emu: unexpected output {line.strip()!r}")
+
+    def _emulator_stderr(self) -> str:
+        with contextlib.suppress(OSError):
+            return (self._tmp / "emulator.err").read_text().strip()[-2000:]
+        return ""
+
+    # -- running things --
+
+    def spawn(self, ns: str, argv: Sequence[str]) -> subprocess.Popen[str]:
+        """A child process in namespace ``ns`` (stdin/stdout pipes, its own session)."""
+        proc = subprocess.Popen(
+            [tool("ip"), "netns", "exec", ns, *argv],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        self._children.append(proc)
+        return proc
+
+    def set_epoch(self, epoch_ns: int) -> None:
+        """Time zero of the scenario's schedules, in CLOCK_MONOTONIC nanoseconds."""
+        assert self.emulator is not None and self.emulator.stdin is not None
+        self.emulator.stdin.write(f"epoch {epoch_ns}\n")
+        self.emulator.stdin.flush()
+
+    def stop_emulator(self) -> dict[str, Any]:
+        """Stops the links and returns the emulator's report."""
+        if self.report is not None:
+            return self.report
+        proc = self.emulator
+        assert proc is not None and proc.stdin is not None and proc.stdout is not None
+        with contextlib.suppress(BrokenPipeError):
+            proc.stdin.write("stop\n")
+            proc.stdin.close()
+        line = read_line(proc.stdout, 10.0, proc, "mpsched-emu report")
+        proc.wait(timeout=10)
+        self.report = json.loads(line)["report"]
+        return self.report
+
+    def nstat(self, ns: str) -> dict[str, int]:
+        """The namespace's SNMP counters (``nstat``), absolute."""
+        if tool("nstat") == "nstat":
+            return {}
+        proc = subprocess.run(
+            [tool("ip"), "netns", "exec", ns, tool("nstat"), "-asz", "--json"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        try:
+            data = json.loads(proc.stdout)
+        except json.JSONDecodeError:
+            return {}
+        counters: dict[str, int] = {}
+        for table in data.values():
+            if isinstance(table, dict):
+                counters.update({k: v for k, v in table.items() if isinstance(v, int)})
+        return counters
+
+    # -- teardown --
+
+    def close(self) -> None:
+        """Stops every process of the run and removes its namespaces (idempotent)."""
+        old = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                old[sig] = signal.signal(sig, signal.SIG_IGN)
+        try:
+            for proc in self._children:
+                _stop(proc)
+            self._children.clear()
+            for ns in self._namespaces:
+                listed = subprocess.run(
+                    [tool("ip"), "netns", "pids", ns], capture_output=True, text=True, check=False
+                )
+                for pid in listed.stdout.split():
+                    with contextlib.suppress(ProcessLookupError, ValueError):
+                        os.kill(int(pid), signal.SIGKILL)
+                subprocess.run([tool("ip"), "netns", "del", ns], capture_output=True, check=False)
+            self._namespaces.clear()
+            shutil.rmtree(self._tmp, ignore_errors=True)
+        finally:
+            for sig, handler in old.items():
+                signal.signal(sig, handler)
+            self._restore_signals()
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()
+    if proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        proc.terminate()
+    try:
+        proc.wait(timeout=3)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        proc.wait(timeout=5)

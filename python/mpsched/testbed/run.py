@@ -1,0 +1,146 @@
+"""One scenario on the kernel over emulated paths: the testbed built, the load generator run in
+its namespaces from a shared epoch, and the summary of what was measured."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..scenario import Scenario, load, to_native
+from .headers import HEADER_TRACE_ROWS, header_tables, pop_headers
+from .kernel import TestbedError, check_kernel_support, missing_capabilities
+from .netns import PORT, SERVER_ADDR, Testbed, client_addr, read_line
+from .summary import summarize
+
+__all__ = ["emulate"]
+
+
+def _loadgen(bed: Testbed, role: str, epoch_ns: int | None = None) -> subprocess.Popen[str]:
+    cfg = bed.config
+    workload = cfg["workload"]
+    argv = [
+        sys.executable,
+        str(Path(__file__).with_name("loadgen.py")),
+        role,
+        "--protocol",
+        bed.protocol,
+        "--addr",
+        SERVER_ADDR,
+        "--port",
+        str(PORT),
+        "--workload",
+        workload["kind"],
+        "--size",
+        str(workload.get("size_bytes", 0)),
+        "--duration",
+        str(cfg["duration_ns"]),
+        "--epoch",
+        str(epoch_ns or 0),
+        "--congestion",
+        str(cfg["congestion"]),
+    ]
+    if role == "client":
+        argv += ["--bind", client_addr(0)]
+    return bed.spawn(bed.server_ns if role == "server" else bed.client_ns, argv)
+
+
+def _result(proc: subprocess.Popen[str], what: str, timeout: float) -> dict[str, Any]:
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise TestbedError(f"{what}: still running after {timeout:g} s") from None
+    lines = [line for line in out.splitlines() if line.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        raise TestbedError(f"{what}: exited with code {proc.returncode}: {err.strip()[-1500:]}")
+    return dict(json.loads(lines[-1]))
+
+
+def emulate(
+    scenario: Scenario | Mapping[str, Any] | str | None = None,
+    *,
+    kernel_scheduler: str | None = None,
+    spin_us: int = 50,
+    threads: str = "per_direction",
+    rt_priority: int = 10,
+    raw_dir: Path | None = None,
+    header_trace: bool = False,
+) -> dict[str, Any]:
+    """Run a scenario on the kernel over emulated paths and return its summary.
+
+    ``scenario`` is a loaded :class:`Scenario`, a normalized dict (:func:`to_native`) or a
+    source for :func:`load`. ``kernel_scheduler`` overrides the scenario's scheduler name for
+    ``net.mptcp.scheduler``. ``raw_dir`` receives the raw measurements (client, server,
+    emulator report, counters). ``header_trace`` records the headers of every packet (the
+    emulator reads them): the client's windows and Data ACKs into ``raw_dir/windows.parquet``
+    and the server's data mappings into ``raw_dir/data.parquet`` (:func:`header_tables`).
+    """
+    if isinstance(scenario, Scenario):
+        config = to_native(scenario)
+    elif isinstance(scenario, Mapping) and "duration_ns" in scenario:
+        config = dict(scenario)
+    else:
+        config = to_native(load(scenario))
+    sched = check_kernel_support(config, kernel_scheduler)
+    reason = missing_capabilities(config["protocol"])
+    if reason:
+        raise TestbedError(f"the kernel testbed {reason}")
+    start = time.perf_counter()
+    duration_s = config["duration_ns"] / 1e9
+    with Testbed(
+        config,
+        spin_us=spin_us,
+        threads=threads,
+        rt_priority=rt_priority,
+        kernel_scheduler=sched,
+        header_trace=HEADER_TRACE_ROWS if header_trace else 0,
+    ) as bed:
+        server = _loadgen(bed, "server")
+        assert server.stdout is not None
+        read_line(server.stdout, 15.0, server, "load generator (server)")
+        client = _loadgen(bed, "client")
+        assert client.stdout is not None and client.stdin is not None
+        assert server.stdin is not None
+        # Both sides wait for the epoch on stdin; the client connects at it.
+        read_line(client.stdout, 15.0, client, "load generator (client)")
+        epoch = time.monotonic_ns() + 50_000_000
+        bed.set_epoch(epoch)
+        for proc in (server, client):
+            assert proc.stdin is not None
+            proc.stdin.write(f"{epoch}\n")
+            proc.stdin.flush()
+        timeout = duration_s + 30.0
+        client_out = _result(client, "load generator (client)", timeout)
+        server_out = _result(server, "load generator (server)", 15.0)
+        counters = {"server": bed.nstat(bed.server_ns), "client": bed.nstat(bed.client_ns)}
+        report = bed.stop_emulator()
+    headers = pop_headers(report)
+    summary = summarize(
+        config,
+        client_out,
+        server_out,
+        report,
+        counters,
+        kernel_scheduler=sched,
+        wall_s=time.perf_counter() - start,
+    )
+    if raw_dir is not None:
+        raw_dir.mkdir(parents=True, exist_ok=True)
+        for name, data in (
+            ("client", client_out),
+            ("server", server_out),
+            ("emulator", report),
+            ("counters", counters),
+        ):
+            (raw_dir / f"{name}.json").write_text(json.dumps(data, indent=1) + "\n")
+        if header_trace:
+            import pyarrow.parquet as pq
+
+            windows, data = header_tables(headers, config)
+            pq.write_table(windows, raw_dir / "windows.parquet")
+            pq.write_table(data, raw_dir / "data.parquet")
+    return summary
