@@ -73,7 +73,51 @@ def test_a_run_returns_exactly_the_declared_fields() -> None:
 
 def test_choices_follow_the_contract() -> None:
     from mpsched import scenario
+    from mpsched.errors import ScenarioError
 
-    assert tuple(scenario.CONGESTION_CONTROLS) == contract.names("congestion_controls")
+    for key, kind in [
+        ("connection.congestion", "congestion_controls"),
+        ("connection.stack", "stacks"),
+        ("connection.loss_recovery", "loss_recoveries"),
+        ("connection.protocol", "protocols"),
+    ]:
+        with pytest.raises(ScenarioError) as err:
+            scenario.load(None, overrides={key: "bogus"})
+        assert ", ".join(contract.names(kind)) in str(err.value), err.value
     assert {s["name"] for s in contract.schedulers()} == {name for name, *_ in _native.schedulers()}
     json.dumps(contract.contract())  # plain data all the way down
+
+
+def test_the_printed_summary_shows_a_field_it_was_not_taught(monkeypatch) -> None:
+    """A field declared in Rust reaches `mpsched run`'s text with no change in Python."""
+    import io
+
+    from rich.console import Console
+
+    from mpsched.cli import render
+
+    result = mpsched.run(str(ROOT / "scenarios/stms-lab.toml"), duration="1s")
+    real = contract.fields
+    extra = contract.Field("new_metric_ms", "float", True, "ms", "a metric added in Rust")
+    monkeypatch.setattr(
+        contract,
+        "fields",
+        lambda record: real(record) + ((extra,) if record == "summary" else ()),
+    )
+    result.summary["new_metric_ms"] = 12.5
+    out = io.StringIO()
+    render.print_summary(result, Console(file=out, width=200))
+    assert "new_metric_ms 12.5 ms" in out.getvalue()
+
+
+def test_the_testbed_summary_has_every_declared_field() -> None:
+    """The kernel testbed reports the simulator's fields, null where the kernel cannot tell."""
+    from mpsched.testbed.summary import summarize
+
+    config = mpsched.to_native(mpsched.load(None))
+    s = summarize(config, {}, {}, {}, {}, kernel_scheduler="default", wall_s=1.0)
+    for f in contract.fields("summary"):
+        assert f.name in s, f.name
+    for sub in s["subflows"]:
+        assert [f.name for f in contract.fields("subflow")] == list(sub)[: len(sub) - 1]
+    assert s["ooo_delay_ms"] is None and "kernel" in s

@@ -13,6 +13,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from .. import contract
 from ..api import Result
 
 __all__ = ["print_bench_report", "print_bench_suite", "print_emulation", "print_summary", "rate"]
@@ -116,6 +117,44 @@ def _benefit_text(s: dict[str, Any]) -> str:
     return f"benefit {_num(s.get('aggregation_benefit'), '+.3f')} (TCP alone: {paths or '-'})"
 
 
+# The summary fields the layout above the subflow table shows, and those it leaves to --json
+# on purpose. Any other field the contract declares is printed on an "other" line with its
+# unit, so a field added in Rust shows up here without a change.
+_SHOWN = frozenset(
+    {
+        "protocol", "scheduler", "congestion", "seed", "duration_s", "goodput_mbps",
+        "bytes_delivered", "completion_s", "ooo_delay_ms", "data_ack_step_segments",
+        "reinjections", "opportunistic_retransmits", "penalizations", "block_delay_ms",
+        "blocks_delivered", "block_delay_increase", "flows", "mean_flow_completion_s",
+        "unfinished_flows", "events", "wall_s", "subflows",
+    }
+)  # fmt: skip
+_LEFT_TO_JSON = frozenset(
+    {
+        "window_probes", "peak_reorder_bytes", "mean_reorder_bytes", "data_packets",
+        "acks_sent", "mean_flow_goodput_mbps", "block_worst_at_s",
+    }
+)  # fmt: skip
+
+
+def _other_fields(s: Mapping[str, Any]) -> str | None:
+    parts = []
+    for f in contract.fields("summary"):
+        if f.name in _SHOWN or f.name in _LEFT_TO_JSON or s.get(f.name) is None:
+            continue
+        value = s[f.name]
+        unit = f" {f.unit}" if f.unit and f.unit != "fraction" else ""
+        if f.type == "quantiles":
+            parts.append(f"{f.name} " + _stats(value, ("mean", "p50", "p99", "max"), unit))
+        elif f.type in ("int", "float"):
+            parts.append(
+                f"{f.name} {_int(value) if f.type == 'int' else _num(value, ',.4g')}{unit}"
+            )
+        else:
+            parts.append(f"{f.name} {value}")
+    return "; ".join(parts) or None
+
+
 def print_summary(result: Result, console: Console) -> None:
     """Print a run's summary as readable text."""
     s = result.summary
@@ -166,6 +205,9 @@ def print_summary(result: Result, console: Console) -> None:
             f"{_num(s.get('mean_flow_completion_s'), ',.3f', ' s')}, "
             f"{_int(s.get('unfinished_flows'))} unfinished",
         )
+    other = _other_fields(s)
+    if other:
+        head.add_row("other", other)
     events_per_s = rate(s.get("events"), result.loop_wall_s)
     head.add_row(
         "events",

@@ -67,13 +67,19 @@ def _convert_bool(value: object, info: ValidationInfo) -> object:
     return value
 
 
-def choice(options: tuple[str, ...], *, optional: bool = False) -> BeforeValidator:
+def choice(
+    options: tuple[str, ...] | Callable[[], tuple[str, ...]], *, optional: bool = False
+) -> BeforeValidator:
+    """Accepts one of ``options`` (or of what the callable returns when validating: the
+    contract's names, read from the native module when first needed)."""
+
     def check(value: object, info: ValidationInfo) -> object:
         if value is None and optional:
             return None
-        if value not in options:
+        known = options() if callable(options) else options
+        if value not in known:
             raise ValueError(
-                f"unknown {info.field_name} {value!r} (expected one of: {', '.join(options)})"
+                f"unknown {info.field_name} {value!r} (expected one of: {', '.join(known)})"
             )
         return value
 

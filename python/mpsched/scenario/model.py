@@ -1,18 +1,19 @@
 """The scenario's tables as pydantic models, the choices each field accepts, and the checks
 that involve several fields.
 
-The choice lists (protocols, congestion controls, stacks, ...) and the native scheduler names
-are what validation accepts; every check raises ``ValueError('<field>: <problem>')``, which
+The choices (protocols, congestion controls, stacks, ..., scheduler names) are the native
+module's contract; every check raises ``ValueError('<field>: <problem>')``, which
 :func:`mpsched.scenario.load.validate` turns into a one-line ``ScenarioError``.
 """
 
 from __future__ import annotations
 
-from functools import cache
+from collections.abc import Callable
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from .. import contract
 from ..units import format_duration
 from .fields import (
     MAX_FLOWS,
@@ -54,24 +55,26 @@ __all__ = [
     "resolve_delays",
 ]
 
-# What each choice field accepts (the Literal types of the models below repeat them for typing).
-PROTOCOLS = ("mptcp", "tcp")
-CONGESTION_CONTROLS = ("reno", "cubic", "lia", "olia")
-STACKS = ("upstream", "out-of-tree")
-LOSS_RECOVERIES = ("linux", "classic")
-WORKLOAD_KINDS = ("bulk", "file", "rate")
+# What the simulator accepts comes from its contract (declared in Rust); these two are drawn
+# in Python.
 SIZE_DISTS = ("fixed", "pareto")
 START_DISTS = ("fixed", "poisson")
 
 
-@cache
+def _contract_names(kind: str) -> Callable[[], tuple[str, ...]]:
+    return lambda: contract.names(kind)
+
+
+PROTOCOLS = _contract_names("protocols")
+CONGESTION_CONTROLS = _contract_names("congestion_controls")
+STACKS = _contract_names("stacks")
+LOSS_RECOVERIES = _contract_names("loss_recoveries")
+WORKLOAD_KINDS = _contract_names("workloads")
+
+
 def _scheduler_names() -> tuple[str, ...] | None:
-    """Names of the native schedulers, or ``None`` when the native module is not built."""
-    try:
-        from .. import _native  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return tuple(entry[0] for entry in _native.schedulers())
+    """Names of the native schedulers (tests replace this to accept fakes)."""
+    return contract.names("schedulers")
 
 
 # --- models ---
@@ -84,19 +87,17 @@ class _Model(BaseModel):
 class Connection(_Model):
     """The ``[connection]`` table."""
 
-    protocol: Annotated[Literal["mptcp", "tcp"], choice(PROTOCOLS)] = "mptcp"
+    protocol: Annotated[str, choice(PROTOCOLS)] = "mptcp"
     scheduler: NonEmptyString = "default"
-    congestion: Annotated[Literal["reno", "cubic", "lia", "olia"], choice(CONGESTION_CONTROLS)] = (
-        "cubic"
-    )
+    congestion: Annotated[str, choice(CONGESTION_CONTROLS)] = "cubic"
     sndbuf: PositiveSize = "6MiB"  # type: ignore[assignment]
     sndbuf_autotune: Flag = True
     rcvbuf: PositiveSize = "6MiB"  # type: ignore[assignment]
     rcvbuf_initial: PositiveSize = "128KiB"  # type: ignore[assignment]
     rcvbuf_autotune: Flag = True
     window_ratio: OptionalRatio = None
-    stack: Annotated[Literal["upstream", "out-of-tree"], choice(STACKS)] = "upstream"
-    loss_recovery: Annotated[Literal["linux", "classic"], choice(LOSS_RECOVERIES)] = "linux"
+    stack: Annotated[str, choice(STACKS)] = "upstream"
+    loss_recovery: Annotated[str, choice(LOSS_RECOVERIES)] = "linux"
     paths: list[Name] | None = None
     scheduler_params: dict[str, Param] = Field(default_factory=dict)
 
@@ -109,7 +110,7 @@ class Workload(_Model):
     Pareto distribution of mean ``size`` and shape ``pareto_shape``.
     """
 
-    kind: Annotated[Literal["bulk", "file", "rate"], choice(WORKLOAD_KINDS)] = "bulk"
+    kind: Annotated[str, choice(WORKLOAD_KINDS)] = "bulk"
     size: OptionalSize = None
     rate: OptionalRate = None
     block: PositiveSize = "8KiB"  # type: ignore[assignment]
@@ -135,13 +136,10 @@ class FlowSpec(_Model):
     start: NonNegativeDuration = "0s"  # type: ignore[assignment]
     interval: NonNegativeDuration = "0s"  # type: ignore[assignment]
     start_dist: Annotated[Literal["fixed", "poisson"], choice(START_DISTS)] = "fixed"
-    protocol: Annotated[Literal["mptcp", "tcp"] | None, choice(PROTOCOLS, optional=True)] = None
+    protocol: Annotated[str | None, choice(PROTOCOLS, optional=True)] = None
     scheduler: NonEmptyString | None = None
     scheduler_params: dict[str, Param] | None = None
-    congestion: Annotated[
-        Literal["reno", "cubic", "lia", "olia"] | None,
-        choice(CONGESTION_CONTROLS, optional=True),
-    ] = None
+    congestion: Annotated[str | None, choice(CONGESTION_CONTROLS, optional=True)] = None
     size: OptionalSize = None
     size_dist: Annotated[Literal["fixed", "pareto"], choice(SIZE_DISTS)] = "fixed"
     pareto_shape: Shape = 1.5

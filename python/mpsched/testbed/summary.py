@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .. import contract
 from .netns import client_addr
 
 __all__ = ["summarize"]
@@ -53,7 +54,10 @@ def _subflow(
     recv_total: int,
 ) -> dict[str, Any]:
     """One path's entry of ``subflows``: its subflows as the server (``tx``) and the client
-    (``rx``) saw them, and the emulator's counters of its links."""
+    (``rx``) saw them, and the emulator's counters of its links. What the kernel does not
+    measure per subflow (TLP probes: TCP_INFO has no count, the run's is ``kernel.tlp_probes``;
+    the free window at ACKs, bursts, penalizations, ...) is left out: :func:`summarize` makes
+    every field the contract declares present, as null."""
     got = _sum(rx, "bytes_received")
     packets = _sum(tx, "data_segs_out")
     drops = (down.get("queue_drops") or 0) + (down.get("random_drops") or 0)
@@ -66,13 +70,7 @@ def _subflow(
         "bytes_delivered": got,
         "share": None if got is None or not recv_total else got / recv_total,
         "retransmits": _sum(tx, "total_retrans"),
-        "reinjections": None,
-        "opportunistic_retransmits": None,
         "rtos": _sum(tx, "total_rto"),
-        "fast_recoveries": None,
-        # TCP_INFO has no per-subflow count; the run's is kernel.tlp_probes.
-        "tlp_probes": None,
-        "penalizations": None,
         "queue_drops": down.get("queue_drops"),
         "random_drops": down.get("random_drops"),
         "ack_queue_drops": up.get("queue_drops"),
@@ -81,13 +79,6 @@ def _subflow(
         "srtt_ms": None if srtt is None else srtt / 1000,
         "min_rtt_ms": None if min_rtt is None else min_rtt / 1000,
         "cwnd_segments": _last(tx, "snd_cwnd"),
-        "mean_free_cwnd_at_ack": None,
-        "p99_free_cwnd_at_ack": None,
-        "peak_free_cwnd_at_ack": None,
-        "mean_burst_packets": None,
-        "p99_burst_packets": None,
-        "max_burst_packets": None,
-        "held_acks": None,
         "kernel": {
             "subflows": len(tx),
             "mss": _last(tx, "snd_mss"),
@@ -123,7 +114,9 @@ def summarize(
     kernel_scheduler: str,
     wall_s: float,
 ) -> dict[str, Any]:
-    """The summary of an emulated run, keyed as ``mpsched run --json``'s."""
+    """The summary of an emulated run, keyed as ``mpsched run --json``'s: every field the
+    simulator's contract declares (null where the kernel cannot tell), then ``kernel``,
+    ``timeline`` and ``emulator``."""
     n = len(config["paths"])
     duration_s = config["duration_ns"] / 1e9
     completion = client.get("completion_s")
@@ -153,70 +146,65 @@ def summarize(
     segs_out = _sum(client.get("subflows") or [], "segs_out")
     data_out = _sum(client.get("subflows") or [], "data_segs_out") or 0
     mptcp = config["protocol"] == "mptcp"
-    return {
-        "protocol": config["protocol"],
-        "scheduler": f"kernel:{kernel_scheduler}" if mptcp else "none",
-        "congestion": config["congestion"],
-        "seed": config["seed"],
-        "goodput_mbps": delivered * 8 / end / 1e6,
-        "bytes_delivered": delivered,
-        "duration_s": end,
-        "completion_s": completion,
-        # One connection: its own completion and goodput (the simulator's per-flow means).
-        "mean_flow_completion_s": completion,
-        "mean_flow_goodput_mbps": delivered * 8 / end / 1e6,
-        "unfinished_flows": int(config["workload"]["kind"] == "file" and completion is None),
-        "ooo_delay_ms": None,
-        "data_ack_step_segments": None,
-        "opportunistic_retransmits": None,
-        "reinjections": mptcp_server.get("retransmits") if mptcp else 0,
-        "penalizations": None,
-        "window_probes": srv.get("TcpExtTCPWinProbe"),
-        "peak_reorder_bytes": None,
-        "mean_reorder_bytes": None,
-        "data_packets": data_packets,
-        "acks_sent": None if segs_out is None else segs_out - data_out,
-        "events": None,
-        "wall_s": wall_s,
-        "subflows": subflows,
-        "kernel": {
-            "connected_s": client.get("connected_s"),
-            "server_accepted_s": server.get("accepted_s"),
-            "subflows_established": len(server.get("subflows") or []),
-            "congestion_in_use": server.get("congestion_in_use"),
-            "mptcp_bytes_retrans": mptcp_server.get("bytes_retrans"),
-            "fast_recoveries": _opt_sum(srv, "TcpExtTCPSackRecovery", "TcpExtTCPRenoRecovery"),
-            "rto_recoveries": srv.get("TcpExtTCPTimeouts"),
-            "tlp_probes": srv.get("TcpExtTCPLossProbes"),
-            "spurious_rtos": srv.get("TcpExtTCPSpuriousRTOs"),
-            "dsacks_received": srv.get("TcpExtTCPDSACKRecv"),
-            "hystart_train_exits": srv.get("TcpExtTCPHystartTrainDetect"),
-            "hystart_train_cwnd": srv.get("TcpExtTCPHystartTrainCwnd"),
-            "hystart_delay_exits": srv.get("TcpExtTCPHystartDelayDetect"),
-            "hystart_delay_cwnd": srv.get("TcpExtTCPHystartDelayCwnd"),
-            "receiver_ofo_queued": cli.get("TcpExtTCPOFOQueue"),
-            "receiver_prune_drops": _opt_sum(cli, "TcpExtPruneCalled", "TcpExtRcvPruned"),
-            "mptcp_counters": {
-                side: {k: v for k, v in c.items() if k.startswith("MPTcpExt") and v}
-                for side, c in counters.items()
+    return contract.complete(
+        {
+            "protocol": config["protocol"],
+            "scheduler": f"kernel:{kernel_scheduler}" if mptcp else "none",
+            "congestion": config["congestion"],
+            "seed": config["seed"],
+            "goodput_mbps": delivered * 8 / end / 1e6,
+            "bytes_delivered": delivered,
+            "duration_s": end,
+            "completion_s": completion,
+            # One connection: its own completion and goodput (the simulator's per-flow means).
+            "mean_flow_completion_s": completion,
+            "mean_flow_goodput_mbps": delivered * 8 / end / 1e6,
+            "unfinished_flows": int(config["workload"]["kind"] == "file" and completion is None),
+            "reinjections": mptcp_server.get("retransmits") if mptcp else 0,
+            "window_probes": srv.get("TcpExtTCPWinProbe"),
+            "data_packets": data_packets,
+            "acks_sent": None if segs_out is None else segs_out - data_out,
+            "wall_s": wall_s,
+            "subflows": subflows,
+            "kernel": {
+                "connected_s": client.get("connected_s"),
+                "server_accepted_s": server.get("accepted_s"),
+                "subflows_established": len(server.get("subflows") or []),
+                "congestion_in_use": server.get("congestion_in_use"),
+                "mptcp_bytes_retrans": mptcp_server.get("bytes_retrans"),
+                "fast_recoveries": _opt_sum(srv, "TcpExtTCPSackRecovery", "TcpExtTCPRenoRecovery"),
+                "rto_recoveries": srv.get("TcpExtTCPTimeouts"),
+                "tlp_probes": srv.get("TcpExtTCPLossProbes"),
+                "spurious_rtos": srv.get("TcpExtTCPSpuriousRTOs"),
+                "dsacks_received": srv.get("TcpExtTCPDSACKRecv"),
+                "hystart_train_exits": srv.get("TcpExtTCPHystartTrainDetect"),
+                "hystart_train_cwnd": srv.get("TcpExtTCPHystartTrainCwnd"),
+                "hystart_delay_exits": srv.get("TcpExtTCPHystartDelayDetect"),
+                "hystart_delay_cwnd": srv.get("TcpExtTCPHystartDelayCwnd"),
+                "receiver_ofo_queued": cli.get("TcpExtTCPOFOQueue"),
+                "receiver_prune_drops": _opt_sum(cli, "TcpExtPruneCalled", "TcpExtRcvPruned"),
+                "mptcp_counters": {
+                    side: {k: v for k, v in c.items() if k.startswith("MPTcpExt") and v}
+                    for side, c in counters.items()
+                },
+                "errors": [e for e in (client.get("error"), server.get("error")) if e],
             },
-            "errors": [e for e in (client.get("error"), server.get("error")) if e],
-        },
-        "timeline": client.get("timeline"),
-        "emulator": {
-            "wall_s": report.get("wall_s"),
-            "cpu_percent": report.get("cpu_percent"),
-            "user_s": report.get("user_s"),
-            "sys_s": report.get("sys_s"),
-            "lateness_us": report.get("lateness"),
-            # Drop times stay in the raw report (emulate(raw_dir=...), --out).
-            "links": [
-                {k: v for k, v in ln.items() if k != "drop_times_ms"}
-                for t in report.get("threads", [])
-                for ln in t["links"]
-            ],
-        },
-    }
+            "timeline": client.get("timeline"),
+            "emulator": {
+                "wall_s": report.get("wall_s"),
+                "cpu_percent": report.get("cpu_percent"),
+                "user_s": report.get("user_s"),
+                "sys_s": report.get("sys_s"),
+                "lateness_us": report.get("lateness"),
+                # Drop times stay in the raw report (emulate(raw_dir=...), --out).
+                "links": [
+                    {k: v for k, v in ln.items() if k != "drop_times_ms"}
+                    for t in report.get("threads", [])
+                    for ln in t["links"]
+                ],
+            },
+        }
+    )
 
 
 def _opt_sum(counters: Mapping[str, int], *keys: str) -> int | None:
