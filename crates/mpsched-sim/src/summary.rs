@@ -74,7 +74,11 @@ described_struct! {
             "application bytes delivered in order, per second of duration_s"],
         bytes_delivered: u64 = ["byte", "application bytes delivered in order"],
         duration_s: f64 = ["s",
-            "the main connection's time: to its file's last byte, or the whole run"],
+            "the main connection's time: to its file's last byte, or the whole run; its \
+             goodput is over this"],
+        simulated_s: f64 = ["s",
+            "the whole run's simulated time: to the last file's last byte of every connection, \
+             or the scenario's duration"],
         completion_s: Option<f64> = ["s",
             "when the file's last byte was delivered (null: bulk, rate-limited or unfinished)"],
         ooo_delay_ms: Quantiles = ["ms",
@@ -310,6 +314,7 @@ pub fn build(
         goodput_mbps: mbps(client.stats.delivered_bytes),
         bytes_delivered: client.stats.delivered_bytes,
         duration_s,
+        simulated_s: run_end.as_secs_f64(),
         completion_s: match cfg.workload {
             Workload::Bulk | Workload::Rate { .. } => None,
             Workload::File { .. } => client.complete_at().map(|t| t.as_secs_f64()),

@@ -122,7 +122,7 @@ def _benefit_text(s: dict[str, Any]) -> str:
 # unit, so a field added in Rust shows up here without a change.
 _SHOWN = frozenset(
     {
-        "protocol", "scheduler", "congestion", "seed", "duration_s", "goodput_mbps",
+        "protocol", "scheduler", "congestion", "seed", "simulated_s", "goodput_mbps",
         "bytes_delivered", "completion_s", "ooo_delay_ms", "data_ack_step_segments",
         "reinjections", "opportunistic_retransmits", "penalizations", "block_delay_ms",
         "blocks_delivered", "block_delay_increase", "flows", "mean_flow_completion_s",
@@ -132,7 +132,7 @@ _SHOWN = frozenset(
 _LEFT_TO_JSON = frozenset(
     {
         "window_probes", "peak_reorder_bytes", "mean_reorder_bytes", "data_packets",
-        "acks_sent", "mean_flow_goodput_mbps", "block_worst_at_s",
+        "acks_sent", "mean_flow_goodput_mbps", "block_worst_at_s", "duration_s",
     }
 )  # fmt: skip
 
@@ -165,17 +165,22 @@ def print_summary(result: Result, console: Console) -> None:
         "scenario",
         f"{s.get('protocol', '?')}, scheduler {s.get('scheduler', '?')}, "
         f"{s.get('congestion', '?')}, seed {s.get('seed', '?')}, "
-        f"{_num(s.get('duration_s'), 'g', 's')} simulated",
+        f"{_num(s.get('simulated_s', s.get('duration_s')), 'g', 's')} simulated",
     )
     delivered = s.get("bytes_delivered")
+    flows = [f for f in s.get("flows") or [] if isinstance(f, dict)]
+    # With competing flows the headline figures are the main connection's (flow 0) alone.
+    main = " (main)" if flows else ""
     head.add_row(
-        "goodput",
+        f"goodput{main}",
         f"{_num(s.get('goodput_mbps'), ',.2f', ' Mbps')} "
         f"({_num(delivered / 1e6 if isinstance(delivered, int | float) else None)} MB delivered)",
     )
     completion = s.get("completion_s")
     endless = "- (rate-limited application)" if "block_delay_ms" in s else "- (bulk transfer)"
-    head.add_row("completion", endless if completion is None else _num(completion, ",.3f", " s"))
+    head.add_row(
+        f"completion{main}", endless if completion is None else _num(completion, ",.3f", " s")
+    )
     head.add_row("OOO delay", _stats(s.get("ooo_delay_ms"), ("mean", "p50", "p99", "max"), " ms"))
     head.add_row(
         "DATA_ACK step",
@@ -197,7 +202,6 @@ def print_summary(result: Result, console: Console) -> None:
             + f"; worst {_num(_pct(s.get('block_delay_increase')), ',.0f', '%')} over the least"
             " a block can take",
         )
-    flows = [f for f in s.get("flows") or [] if isinstance(f, dict)]
     if flows:
         head.add_row(
             "flows",
