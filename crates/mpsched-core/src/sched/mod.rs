@@ -28,49 +28,18 @@ mod registry_a;
 mod registry_b;
 mod stms;
 
+pub use crate::subflow::SubflowSet;
 pub use default::DefaultSched;
 pub use minrtt::MinRtt;
 pub use params::{ParamValue, SchedParams};
 pub use rr::RoundRobin;
 
 use crate::cc::CaState;
-use crate::conn::sender::{DataQueue, Shared};
+use crate::conn::data::DataQueue;
 use crate::subflow::tx::RateSample;
 use crate::subflow::SubflowTx;
 use crate::time::{Dur, Time};
-
-/// A set of subflows, one bit per subflow index.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SubflowSet(pub u32);
-
-impl SubflowSet {
-    pub const EMPTY: SubflowSet = SubflowSet(0);
-    pub fn one(i: usize) -> SubflowSet {
-        SubflowSet(1 << i)
-    }
-    pub fn contains(self, i: usize) -> bool {
-        self.0 & (1 << i) != 0
-    }
-    pub fn insert(&mut self, i: usize) {
-        self.0 |= 1 << i;
-    }
-    pub fn is_empty(self) -> bool {
-        self.0 == 0
-    }
-    pub fn len(self) -> u32 {
-        self.0.count_ones()
-    }
-    pub fn iter(self) -> impl Iterator<Item = usize> {
-        let mut bits = self.0;
-        std::iter::from_fn(move || {
-            (bits != 0).then(|| {
-                let i = bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                i
-            })
-        })
-    }
-}
+use std::collections::VecDeque;
 
 /// Why a segment is sent; the connection counts each kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -181,6 +150,16 @@ pub struct SchedSample {
     pub t: Time,
     pub key: &'static str,
     pub value: f64,
+}
+
+/// What passes between the sender and its scheduler besides decisions: the sender queues
+/// reinjections, the scheduler asks for penalties and records samples. It lives here, beside
+/// the context that lends it out, so that the schedulers need nothing from the sender.
+#[derive(Default)]
+pub struct Shared {
+    pub reinject: VecDeque<u64>,
+    pub penalize: Vec<usize>,
+    pub sched_trace: Option<Vec<SchedSample>>,
 }
 
 impl<'a> SchedCtx<'a> {
