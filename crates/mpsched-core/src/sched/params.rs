@@ -10,6 +10,16 @@ pub enum ParamValue {
     Str(String),
 }
 
+/// One parameter a scheduler takes, as `mpsched schedulers` lists it.
+#[derive(Clone, Copy, Debug)]
+pub struct ParamInfo {
+    pub key: &'static str,
+    /// The value when the key is absent, written as in the scenario's TOML (`3`, `"4ms"`), or
+    /// the formula it follows when it depends on the run.
+    pub default: &'static str,
+    pub meaning: &'static str,
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct SchedParams {
     values: BTreeMap<String, ParamValue>,
@@ -32,13 +42,14 @@ impl SchedParams {
     }
 
     /// Refuses any key the scheduler does not know.
-    pub fn only(&self, scheduler: &str, known: &[&str]) -> Result<(), String> {
+    pub fn only(&self, scheduler: &str, known: &[ParamInfo]) -> Result<(), String> {
         for k in self.values.keys() {
-            if !known.contains(&k.as_str()) {
+            if !known.iter().any(|p| p.key == k) {
                 let hint = if known.is_empty() {
                     "it takes no parameters".to_owned()
                 } else {
-                    format!("known: {}", known.join(", "))
+                    let keys: Vec<_> = known.iter().map(|p| p.key).collect();
+                    format!("known: {}", keys.join(", "))
                 };
                 return Err(format!(
                     "{FIELD}.{k}: unknown parameter of '{scheduler}' ({hint})"
@@ -132,8 +143,13 @@ mod tests {
             .num("lambda", 1.0, 0.0, 2.0)
             .unwrap_err()
             .contains("scheduler_params.lambda"));
+        let lambda = ParamInfo {
+            key: "lambda",
+            default: "1",
+            meaning: "",
+        };
         assert!(p
-            .only("bm", &["lambda"])
+            .only("bm", &[lambda])
             .unwrap_err()
             .contains("adjust_interval"));
         let bad = SchedParams::new().with("adjust_interval", ParamValue::Str("soon".into()));
