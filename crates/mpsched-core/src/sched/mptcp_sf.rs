@@ -66,9 +66,7 @@ impl MptcpSf {
         let s1 = p.num("s1_bytes", 100_000.0, 0.0, 1e15)?;
         let s2 = p.num("s2_bytes", 400_000.0, 0.0, 1e15)?;
         if s2 < s1 {
-            return Err(format!(
-                "connection.scheduler_params.s2_bytes: must be >= s1_bytes ({s1}), got {s2}"
-            ));
+            return Err(format!("s2_bytes: must be >= s1_bytes ({s1}), got {s2}"));
         }
         let lambda = p.num("lambda", 4.0, 1.0, 1e6)?;
         Ok(MptcpSf::new(s1 as u64, s2 as u64, lambda))
@@ -211,6 +209,9 @@ mod tests {
             "mptcp-sf",
             &crate::sched::SchedParams::new().with("lambda", ParamValue::Num(0.5)),
         );
-        assert!(bad.err().unwrap().contains("scheduler_params.lambda"));
+        assert_eq!(
+            bad.err().unwrap().to_string(),
+            "lambda: must be in [1, 1000000], got 0.5"
+        );
     }
 }

@@ -6,6 +6,7 @@
 //! `#[path]`s.
 
 use super::{SchedInfo, SchedParams, Scheduler};
+use std::fmt;
 
 #[path = "minrtt.rs"]
 mod minrtt;
@@ -69,16 +70,57 @@ pub fn lookup(name: &str) -> Option<&'static SchedInfo> {
 }
 
 /// Builds the scheduler `name` with `params`.
-pub fn build(name: &str, params: &SchedParams) -> Result<Box<dyn Scheduler>, String> {
+pub fn build(name: &str, params: &SchedParams) -> Result<Box<dyn Scheduler>, BuildError> {
     let info = lookup(name).ok_or_else(|| {
         let names: Vec<_> = registry().map(|s| s.name).collect();
-        format!(
-            "connection.scheduler: unknown scheduler '{name}' (known: {})",
+        BuildError::UnknownScheduler(format!(
+            "unknown scheduler '{name}' (known: {})",
             names.join(", ")
-        )
+        ))
     })?;
-    params.only(name, info.params)?;
-    (info.build)(params)
+    params
+        .only(name, info.params)
+        .and_then(|()| (info.build)(params))
+        .map_err(BuildError::Param)
+}
+
+/// Why a scheduler could not be built. The message names the scheduler or the parameter but
+/// not the table they came from: only the caller knows whether that is the main connection's
+/// or a competing flow's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BuildError {
+    /// No scheduler has that name; the message lists those that do.
+    UnknownScheduler(String),
+    /// A parameter is unknown or its value bad; the message starts with its key
+    /// (`lambda: must be in [0.1, 100], got 0`).
+    Param(String),
+}
+
+impl BuildError {
+    /// The message with the field it is about, for the scheduler of table `owner`
+    /// (`connection`, `flows[3]`).
+    pub fn at(&self, owner: &str) -> String {
+        match self {
+            BuildError::UnknownScheduler(e) => format!("{owner}.scheduler: {e}"),
+            BuildError::Param(e) => format!("{owner}.scheduler_params.{e}"),
+        }
+    }
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            BuildError::UnknownScheduler(e) | BuildError::Param(e) => f.write_str(e),
+        }
+    }
+}
+
+/// Without the table's name: for callers that build from a scenario already validated, where
+/// `at` named it.
+impl From<BuildError> for String {
+    fn from(e: BuildError) -> String {
+        e.to_string()
+    }
 }
 
 #[cfg(test)]
@@ -102,7 +144,11 @@ mod tests {
                 // Any value: a bad one is refused for its value, never as unknown.
                 for v in [ParamValue::Num(1.0), ParamValue::Str("x".into())] {
                     if let Err(e) = build(info.name, &SchedParams::new().with(param.key, v)) {
-                        assert!(!e.contains("unknown parameter"), "{}: {e}", info.name);
+                        assert!(
+                            !e.to_string().contains("unknown parameter"),
+                            "{}: {e}",
+                            info.name
+                        );
                     }
                 }
             }
@@ -111,7 +157,7 @@ mod tests {
                 &SchedParams::new().with("nope", ParamValue::Num(1.0)),
             );
             assert!(
-                e.err().unwrap().contains("unknown parameter"),
+                e.err().unwrap().to_string().contains("unknown parameter"),
                 "{}",
                 info.name
             );
@@ -124,8 +170,8 @@ mod tests {
             let p = SchedParams::new().with(key, v);
             let e = build(name, &p).err().unwrap();
             assert!(
-                e.contains(&format!("connection.scheduler_params.{key}")),
-                "{name}: {e}"
+                matches!(&e, BuildError::Param(m) if m.starts_with(&format!("{key}: "))),
+                "{name}: {e:?}"
             );
         };
         bad("redundant", "lambda", ParamValue::Num(1.0));
@@ -137,5 +183,23 @@ mod tests {
         bad("ecf", "gamma", ParamValue::Num(0.5));
         bad("daps", "granularity", ParamValue::Str("soon".into()));
         bad("daps", "cwnd_ewma", ParamValue::Num(2.0));
+    }
+
+    #[test]
+    fn the_caller_names_the_table() {
+        let unknown = build("nope", &SchedParams::new()).err().unwrap();
+        assert!(unknown
+            .at("connection")
+            .starts_with("connection.scheduler: unknown scheduler 'nope' (known: minrtt, "));
+        let p = SchedParams::new().with("foo", ParamValue::Num(1.0));
+        assert_eq!(
+            build("bm", &p).err().unwrap().at("flows[3]"),
+            "flows[3].scheduler_params.foo: unknown parameter of 'bm' (known: lambda, srtt_min)"
+        );
+        let p = SchedParams::new().with("lambda", ParamValue::Num(0.0));
+        assert_eq!(
+            build("bm", &p).err().unwrap().at("connection"),
+            "connection.scheduler_params.lambda: must be in [0.1, 100], got 0"
+        );
     }
 }
