@@ -153,7 +153,14 @@ fn serde_json_string(s: &mpsched_sim::Summary) -> PyResult<String> {
 #[allow(clippy::type_complexity)]
 fn schedulers() -> Vec<(&'static str, &'static str, &'static str, Vec<&'static str>)> {
     registry()
-        .map(|s| (s.name, s.description, s.source, s.params.to_vec()))
+        .map(|s| {
+            (
+                s.name,
+                s.description,
+                s.source,
+                s.params.iter().map(|p| p.key).collect(),
+            )
+        })
         .collect()
 }
 

@@ -243,8 +243,7 @@ impl FlowConfig {
             }
         }
         if self.protocol == Protocol::Mptcp {
-            sched::build(&self.scheduler, &self.sched_params(index)?)
-                .map_err(|e| format!("{field}.scheduler: {e}"))?;
+            sched::build(&self.scheduler, &self.sched_params(index)?).map_err(|e| e.at(&field))?;
         }
         Ok(())
     }
@@ -323,7 +322,7 @@ impl Config {
         self.validate_model()?;
         if self.protocol == Protocol::Mptcp {
             // Builds once to check the name and the parameters.
-            sched::build(&self.scheduler, &self.sched_params()?)?;
+            sched::build(&self.scheduler, &self.sched_params()?).map_err(|e| e.at("connection"))?;
         }
         Ok(())
     }

@@ -2,6 +2,7 @@
 //! server sends (`Sender`), the client receives (`Receiver`). Plain TCP is the same machinery
 //! with one subflow and no MPTCP options.
 
+pub mod data;
 pub mod rcvwin;
 pub mod receiver;
 pub mod sender;

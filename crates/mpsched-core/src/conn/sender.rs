@@ -20,10 +20,13 @@
 //! `poll_timeout` says when to call again.
 
 use crate::cc::{CcState, CongestionControl};
+use crate::conn::data::DataQueue;
 use crate::conn::stats::Histogram;
 use crate::conn::Stack;
 use crate::packet::{Ack, DataSeg, Packet, Payload};
-use crate::sched::{Decision, Reason, SchedCtx, SchedSample, Scheduler, SubflowSet, SubflowView};
+use crate::sched::{
+    Decision, Reason, SchedCtx, SchedSample, Scheduler, Shared, SubflowSet, SubflowView,
+};
 use crate::subflow::tx::{LossRecovery, SubflowTx};
 use crate::time::{Dur, Time};
 use crate::trace::{AckTrace, BurstTrace, SentTrace};
@@ -62,158 +65,6 @@ pub struct SenderConfig {
     /// How every subflow finds its losses.
     pub loss_recovery: LossRecovery,
     pub trace: bool,
-}
-
-/// Connection-level state of one data segment.
-#[derive(Clone, Copy, Debug)]
-pub struct DataSegState {
-    pub len: u32,
-    pub sent_on: SubflowSet,
-    pub first_sent: Time,
-    pub transmissions: u16,
-    /// Subflow-level TCP retransmissions of this segment (fast recovery, RTO).
-    pub retransmissions: u16,
-    queued_for_reinjection: bool,
-}
-
-/// The data the application has written and the peer has not Data-ACKed.
-pub struct DataQueue {
-    una: u64,
-    segs: VecDeque<DataSegState>,
-    /// No never-sent segment lies below this.
-    first_unsent: u64,
-    /// Right edge of the peer's receive window, in bytes of the data sequence space.
-    right_edge: u64,
-    /// Send buffer in segments (at least one).
-    sndbuf_segs: u64,
-    total_segs: Option<u64>,
-    /// Segments the application has written so far; `None`: it always has more.
-    app_segs: Option<u64>,
-    last_len: u32,
-    /// Payload of a full segment (`wire::mss`).
-    mss: u32,
-}
-
-impl DataQueue {
-    fn new(mss: u32, sndbuf: Bytes, total: Option<Bytes>, rwnd: Bytes) -> DataQueue {
-        let m = mss as u64;
-        let total_segs = total.map(|b| b.0.div_ceil(m));
-        let last_len = total.map_or(mss, |b| match b.0 % m {
-            0 => mss,
-            r => r as u32,
-        });
-        DataQueue {
-            una: 0,
-            segs: VecDeque::new(),
-            first_unsent: 0,
-            right_edge: rwnd.0,
-            sndbuf_segs: (sndbuf.0 / m).max(1),
-            total_segs,
-            app_segs: None,
-            last_len,
-            mss,
-        }
-    }
-
-    /// Payload bytes of a full data segment.
-    pub fn mss(&self) -> u32 {
-        self.mss
-    }
-    /// Byte offset of data segment `dseq` in the stream.
-    pub fn offset(&self, dseq: u64) -> u64 {
-        dseq * self.mss as u64
-    }
-
-    pub fn una(&self) -> u64 {
-        self.una
-    }
-    pub fn written_end(&self) -> u64 {
-        self.una + self.segs.len() as u64
-    }
-    pub fn get(&self, dseq: u64) -> Option<&DataSegState> {
-        dseq.checked_sub(self.una)
-            .and_then(|i| self.segs.get(i as usize))
-    }
-    fn get_mut(&mut self, dseq: u64) -> Option<&mut DataSegState> {
-        dseq.checked_sub(self.una)
-            .and_then(|i| self.segs.get_mut(i as usize))
-    }
-    pub fn unsent(&self) -> impl Iterator<Item = u64> + '_ {
-        let from = self.first_unsent.max(self.una);
-        (from..self.written_end())
-            .filter(|&d| self.segs[(d - self.una) as usize].sent_on.is_empty())
-    }
-    pub fn in_window(&self, dseq: u64) -> bool {
-        let len = self.get(dseq).map_or(self.mss, |s| s.len) as u64;
-        self.offset(dseq) + len <= self.right_edge
-    }
-    /// The application cannot write: more than two thirds of the buffer hold data
-    /// (`sk_stream_wspace < sk_stream_min_wspace`, when Linux sets SOCK_NOSPACE).
-    pub fn sndbuf_full(&self) -> bool {
-        3 * self.segs.len() as u64 > 2 * self.sndbuf_segs
-    }
-    /// Resizes the send buffer (autotuning only grows it).
-    fn set_sndbuf(&mut self, bytes: u64) {
-        if bytes > self.sndbuf_segs * self.mss as u64 {
-            self.sndbuf_segs = (bytes / self.mss as u64).max(1);
-        }
-    }
-    pub fn sndbuf_bytes(&self) -> u64 {
-        self.sndbuf_segs * self.mss as u64
-    }
-    /// A finite transfer whose last segment has been written.
-    pub fn all_written(&self) -> bool {
-        self.total_segs.is_some_and(|t| self.written_end() >= t)
-    }
-    /// Byte offset of the first never-sent segment.
-    pub fn first_unsent_offset(&self) -> u64 {
-        self.offset(self.unsent().next().unwrap_or(self.written_end()))
-    }
-    pub fn right_edge(&self) -> u64 {
-        self.right_edge
-    }
-    /// Every byte has been written and Data-ACKed.
-    pub fn finished(&self) -> bool {
-        self.total_segs.is_some_and(|t| self.una >= t)
-    }
-
-    /// The application, woken once the buffer is writable, fills it.
-    fn write(&mut self) {
-        if self.sndbuf_full() {
-            return;
-        }
-        let mut end = self.una + self.sndbuf_segs;
-        if let Some(t) = self.total_segs {
-            end = end.min(t);
-        }
-        if let Some(a) = self.app_segs {
-            end = end.min(a);
-        }
-        while self.written_end() < end {
-            let dseq = self.written_end();
-            let len = if Some(dseq + 1) == self.total_segs {
-                self.last_len
-            } else {
-                self.mss
-            };
-            self.segs.push_back(DataSegState {
-                len,
-                sent_on: SubflowSet::EMPTY,
-                first_sent: Time::ZERO,
-                transmissions: 0,
-                retransmissions: 0,
-                queued_for_reinjection: false,
-            });
-        }
-    }
-}
-
-/// What the scheduler may change besides its decision.
-#[derive(Default)]
-pub struct Shared {
-    pub reinject: VecDeque<u64>,
-    pub penalize: Vec<usize>,
-    pub sched_trace: Option<Vec<SchedSample>>,
 }
 
 /// Burstiness of one subflow.

@@ -35,13 +35,53 @@
 //! for even n; here the sum cwnd + (cwnd + 1) + ... + (cwnd + n - 1) is exact.
 
 use super::default::RcvBufOpt;
-use super::{lowest_rtt_available, Decision, Reason, SchedCtx, SchedParams, Scheduler, SubflowSet};
 use crate::cc::INFINITE_SSTHRESH;
+use crate::sched::{
+    lowest_rtt_available, Decision, ParamInfo, Reason, SchedCtx, SchedInfo, SchedParams, Scheduler,
+    SubflowSet,
+};
 use crate::time::{Dur, Time};
+
+pub const INFO: SchedInfo = SchedInfo {
+    name: "blest",
+    description: "LowRTT that skips the slower subflow when its segment would block the \
+                  fastest one in the send window",
+    source: "Ferlin et al., IFIP Networking 2016; Linux out-of-tree mptcp_blest.c",
+    params: &[
+        ParamInfo {
+            key: "lambda",
+            default: "1.2",
+            meaning: "the blocking estimate's correction factor to start with (clamped into \
+                      [lambda_min, lambda_max] when absent)",
+        },
+        ParamInfo {
+            key: "lambda_min",
+            default: "1.0",
+            meaning: "the smallest lambda",
+        },
+        ParamInfo {
+            key: "lambda_max",
+            default: "1.3",
+            meaning: "the largest lambda",
+        },
+        ParamInfo {
+            key: "lambda_up",
+            default: "0.04",
+            meaning: "lambda's step up after a retransmission (mptcp_blest.c)",
+        },
+        ParamInfo {
+            key: "lambda_down",
+            default: "0.01",
+            meaning: "lambda's step down otherwise",
+        },
+    ],
+    build: |p| Ok(Box::new(Blest::from_params(p)?)),
+};
 
 /// Fixed point for lambda (the kernel keeps thousandths; millionths here).
 const ONE: i64 = 1_000_000;
 
+#[derive(Debug)]
 pub struct Blest {
     lambda: i64,
     lambda_min: i64,
@@ -150,7 +190,7 @@ impl Blest {
 
 impl Scheduler for Blest {
     fn name(&self) -> &'static str {
-        "blest"
+        INFO.name
     }
 
     fn next(&mut self, ctx: &mut SchedCtx) -> Option<Decision> {
@@ -224,6 +264,11 @@ impl Scheduler for Blest {
 mod tests {
     use crate::sched::testkit::*;
     use crate::sched::SchedParams;
+
+    #[test]
+    fn the_documented_defaults_are_the_defaults() {
+        assert_documented_defaults(&super::INFO, super::Blest::from_params);
+    }
 
     /// 10 ms and 100 ms subflows, initial windows of 10. The fast one fills its window
     /// first; then LowRTT would use the slow one.

@@ -27,8 +27,32 @@
 //! current srtt among all subflows, which also caps a path whose base RTT is long.
 //! A subflow without an RTT sample is not capped.
 
-use super::{lowest_rtt_available, Decision, Reason, SchedCtx, SchedParams, Scheduler, SubflowSet};
+use crate::sched::{
+    lowest_rtt_available, Decision, ParamInfo, Reason, SchedCtx, SchedInfo, SchedParams, Scheduler,
+    SubflowSet,
+};
 use crate::time::Dur;
+
+pub const INFO: SchedInfo = SchedInfo {
+    name: "bm",
+    description: "LowRTT with bufferbloat mitigation: in flight < lambda x sRTT_min / sRTT x \
+                  cwnd",
+    source: "Paasch et al., CSWS 2014, sec. 3.4 (after Ferlin et al., IWQoS 2014)",
+    params: &[
+        ParamInfo {
+            key: "lambda",
+            default: "3",
+            meaning: "a subflow sends while in flight < lambda x sRTT_min / sRTT x cwnd",
+        },
+        ParamInfo {
+            key: "srtt_min",
+            default: "\"subflow\"",
+            meaning: "sRTT_min is the subflow's own smallest srtt, or \"connection\": the \
+                      smallest current srtt of all subflows",
+        },
+    ],
+    build: |p| Ok(Box::new(BufferbloatMitigation::from_params(p)?)),
+};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SrttMin {
@@ -38,6 +62,7 @@ pub enum SrttMin {
     Connection,
 }
 
+#[derive(Debug)]
 pub struct BufferbloatMitigation {
     lambda: f64,
     mode: SrttMin,
@@ -92,7 +117,7 @@ impl BufferbloatMitigation {
 
 impl Scheduler for BufferbloatMitigation {
     fn name(&self) -> &'static str {
-        "bm"
+        INFO.name
     }
 
     fn next(&mut self, ctx: &mut SchedCtx) -> Option<Decision> {
@@ -139,6 +164,11 @@ impl Scheduler for BufferbloatMitigation {
 mod tests {
     use crate::sched::testkit::*;
     use crate::sched::{ParamValue, SchedParams};
+
+    #[test]
+    fn the_documented_defaults_are_the_defaults() {
+        assert_documented_defaults(&super::INFO, super::BufferbloatMitigation::from_params);
+    }
 
     /// Subflow 0 (10 ms) has its first ACKs delayed to 200 ms and 400 ms: its srtt grows to
     /// 33.75 ms and then 79.5 ms while its smallest srtt stays 10 ms.

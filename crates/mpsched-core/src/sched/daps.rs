@@ -38,10 +38,33 @@
 //! path carries little, less so between paths of similar capacity.
 
 use super::minrtt::next_reinjection;
-use super::{lowest_rtt_available, Decision, Reason, SchedCtx, SchedParams, Scheduler, SubflowSet};
 use crate::cc::CaState;
+use crate::sched::{
+    lowest_rtt_available, Decision, ParamInfo, Reason, SchedCtx, SchedInfo, SchedParams, Scheduler,
+    SubflowSet,
+};
 use crate::time::{Dur, Time};
 use std::collections::VecDeque;
+
+pub const INFO: SchedInfo = SchedInfo {
+    name: "daps",
+    description: "delay-aware packet scheduling: plan each subflow's segments over the \
+                  hyperperiod of the path delays so that they arrive in order",
+    source: "Kuhn et al., ICC 2014, Algorithm 1; kernel port in the mptcp-kau fork",
+    params: &[
+        ParamInfo {
+            key: "granularity",
+            default: "\"4ms\"",
+            meaning: "one-way delays are rounded to this tick",
+        },
+        ParamInfo {
+            key: "cwnd_ewma",
+            default: "0.875",
+            meaning: "weight of the old value in the smoothed cwnd",
+        },
+    ],
+    build: |p| Ok(Box::new(Daps::from_params(p)?)),
+};
 
 /// One subflow's turns in a hyperperiod.
 #[derive(Clone, Debug)]
@@ -54,6 +77,7 @@ struct Member {
     segs: u32,
 }
 
+#[derive(Debug)]
 pub struct Daps {
     granularity: Dur,
     ewma: f64,
@@ -233,7 +257,7 @@ impl Daps {
 
 impl Scheduler for Daps {
     fn name(&self) -> &'static str {
-        "daps"
+        INFO.name
     }
 
     fn next(&mut self, ctx: &mut SchedCtx) -> Option<Decision> {
@@ -293,6 +317,11 @@ impl Scheduler for Daps {
 mod tests {
     use crate::sched::testkit::*;
     use crate::sched::SchedParams;
+
+    #[test]
+    fn the_documented_defaults_are_the_defaults() {
+        assert_documented_defaults(&super::INFO, super::Daps::from_params);
+    }
 
     #[test]
     fn the_slow_subflow_is_given_segments_ahead_in_proportion_to_the_delays() {

@@ -22,10 +22,21 @@
 //! ```
 
 use super::minrtt::next_reinjection;
-use super::{lowest_rtt_available, Decision, Reason, SchedCtx, Scheduler, SubflowSet};
 use crate::cc::CaState;
+use crate::sched::{
+    lowest_rtt_available, Decision, Reason, SchedCtx, SchedInfo, Scheduler, SubflowSet,
+};
 use crate::time::Time;
 
+pub const INFO: SchedInfo = SchedInfo {
+    name: "default",
+    description: "minrtt plus opportunistic retransmission and penalisation",
+    source: "Raiciu et al., NSDI 2012, sec. 4.2; Linux out-of-tree MPTCP v0.9x mptcp_sched.c",
+    params: &[],
+    build: |_| Ok(Box::new(DefaultSched::new())),
+};
+
+#[derive(Debug)]
 pub struct DefaultSched {
     rbuf: RcvBufOpt,
 }
@@ -57,6 +68,7 @@ impl DefaultSched {
 /// if head not yet on cur and, for the subflows that carried it,
 ///    (cwnd <= 4 or 4 x srtt[cur] < srtt[them]):  send head on cur
 /// ```
+#[derive(Debug)]
 pub(super) struct RcvBufOpt {
     penalize_all: bool,
     /// Per subflow: when it last penalised another, set when the subflow comes up
@@ -138,7 +150,7 @@ impl RcvBufOpt {
 
 impl Scheduler for DefaultSched {
     fn name(&self) -> &'static str {
-        "default"
+        INFO.name
     }
 
     fn next(&mut self, ctx: &mut SchedCtx) -> Option<Decision> {

@@ -38,8 +38,33 @@
 //! below 50 ms: a delta of at least 100 ms.)
 
 use super::default::RcvBufOpt;
-use super::{lowest_rtt_available, Decision, Reason, SchedCtx, SchedParams, Scheduler, SubflowSet};
+use crate::sched::{
+    lowest_rtt_available, Decision, ParamInfo, Reason, SchedCtx, SchedInfo, SchedParams, Scheduler,
+    SubflowSet,
+};
 
+pub const INFO: SchedInfo = SchedInfo {
+    name: "ecf",
+    description: "earliest completion first: wait for the fastest subflow when a slower one \
+                  would finish later",
+    source: "Lim et al., CoNEXT 2017, Algorithm 1; Linux out-of-tree mptcp_ecf.c",
+    params: &[
+        ParamInfo {
+            key: "beta",
+            default: "0.25",
+            meaning: "the hysteresis of waiting for the fastest subflow",
+        },
+        ParamInfo {
+            key: "x",
+            default: "\"window\"",
+            meaning: "the data to send counts at least one congestion window (mptcp_ecf.c), \
+                      or \"unsent\": the unsent data alone",
+        },
+    ],
+    build: |p| Ok(Box::new(Ecf::from_params(p)?)),
+};
+
+#[derive(Debug)]
 pub struct Ecf {
     beta: f64,
     /// Count at least one congestion window in the bytes to send (`x = "window"`).
@@ -129,7 +154,7 @@ fn decide(i: &Inputs, beta: f64, window_floor: bool, waiting: bool) -> (bool, bo
 
 impl Scheduler for Ecf {
     fn name(&self) -> &'static str {
-        "ecf"
+        INFO.name
     }
 
     fn next(&mut self, ctx: &mut SchedCtx) -> Option<Decision> {
@@ -189,6 +214,11 @@ impl Scheduler for Ecf {
 mod tests {
     use crate::sched::testkit::*;
     use crate::sched::{ParamValue, SchedParams};
+
+    #[test]
+    fn the_documented_defaults_are_the_defaults() {
+        assert_documented_defaults(&super::INFO, super::Ecf::from_params);
+    }
 
     /// A file of `segments` over 10 ms and 100 ms subflows (srtt from the handshake,
     /// rttvar = srtt / 2, so delta = 50 ms); returns what went out at the start.

@@ -41,8 +41,18 @@
 //! - `pacing_rate` is the subflow's `tcp_update_pacing_rate` value (the view's
 //!   `pacing_rate_bps`).
 
-use super::{Decision, Reason, SchedCtx, Scheduler, SubflowSet, SubflowView};
+use crate::sched::{Decision, Reason, SchedCtx, SchedInfo, Scheduler, SubflowSet, SubflowView};
 use std::collections::VecDeque;
+
+pub const INFO: SchedInfo = SchedInfo {
+    name: "linux",
+    description: "upstream Linux: the subflow with the smallest linger time (queued bytes / \
+                  average pacing rate), bursts of up to 65,428 bytes, backup only if no \
+                  regular subflow is active",
+    source: "Linux 5.x/6.x net/mptcp/protocol.c, mptcp_subflow_get_send",
+    params: &[],
+    build: |_| Ok(Box::new(LinuxSched::new())),
+};
 
 /// `MPTCP_SEND_BURST_SIZE`: 64 KiB minus the TCP/IP header and option space (65,428 bytes).
 pub const SEND_BURST_BYTES: u64 = 65_428;
@@ -171,7 +181,7 @@ impl LinuxSched {
 
 impl Scheduler for LinuxSched {
     fn name(&self) -> &'static str {
-        "linux"
+        INFO.name
     }
 
     fn next(&mut self, ctx: &mut SchedCtx) -> Option<Decision> {

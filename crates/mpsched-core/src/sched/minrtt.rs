@@ -2,7 +2,17 @@
 //! RTT (Paasch et al., CSWS 2014, sec. 3.2; the out-of-tree `get_available_subflow`).
 //! Segments waiting for reinjection go first, on a subflow they have not been sent on.
 
-use super::{lowest_rtt_available, Decision, Reason, SchedCtx, Scheduler, SubflowSet};
+use crate::sched::{
+    lowest_rtt_available, Decision, Reason, SchedCtx, SchedInfo, Scheduler, SubflowSet,
+};
+
+pub const INFO: SchedInfo = SchedInfo {
+    name: "minrtt",
+    description: "lowest smoothed RTT among subflows with congestion-window space (LowRTT)",
+    source: "Paasch et al., CSWS 2014, sec. 3.2; Linux out-of-tree mptcp_sched.c",
+    params: &[],
+    build: |_| Ok(Box::new(MinRtt::new())),
+};
 
 #[derive(Default)]
 pub struct MinRtt;
@@ -31,7 +41,7 @@ pub fn next_reinjection(ctx: &SchedCtx) -> Option<Decision> {
 
 impl Scheduler for MinRtt {
     fn name(&self) -> &'static str {
-        "minrtt"
+        INFO.name
     }
 
     fn next(&mut self, ctx: &mut SchedCtx) -> Option<Decision> {

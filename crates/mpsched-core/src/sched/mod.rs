@@ -9,68 +9,23 @@
 //!
 //! Subflow-level retransmissions (SACK recovery, RTO) are the subflow's own business, as in
 //! the kernel: they go out before the scheduler is asked.
+//!
+//! Each scheduler is one file in this folder that describes itself (`INFO`: name, source,
+//! parameters, constructor); `registry.rs` lists them.
 
-mod default;
-mod minrtt;
 pub mod params;
-mod rr;
+mod registry;
 
-// The schedulers of the papers (issue "every scheduler side by side"), one file each.
-mod blest;
-mod bm;
-mod daps;
-mod ecf;
-mod linux;
-mod mptcp_sf;
-mod otias;
-mod redundant;
-mod registry_a;
-mod registry_b;
-mod stms;
-
-pub use default::DefaultSched;
-pub use minrtt::MinRtt;
-pub use params::{ParamValue, SchedParams};
-pub use rr::RoundRobin;
+pub use crate::subflow::SubflowSet;
+pub use params::{ParamInfo, ParamValue, SchedParams};
+pub use registry::{build, lookup, registry, BuildError};
 
 use crate::cc::CaState;
-use crate::conn::sender::{DataQueue, Shared};
+use crate::conn::data::DataQueue;
 use crate::subflow::tx::RateSample;
 use crate::subflow::SubflowTx;
 use crate::time::{Dur, Time};
-
-/// A set of subflows, one bit per subflow index.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SubflowSet(pub u32);
-
-impl SubflowSet {
-    pub const EMPTY: SubflowSet = SubflowSet(0);
-    pub fn one(i: usize) -> SubflowSet {
-        SubflowSet(1 << i)
-    }
-    pub fn contains(self, i: usize) -> bool {
-        self.0 & (1 << i) != 0
-    }
-    pub fn insert(&mut self, i: usize) {
-        self.0 |= 1 << i;
-    }
-    pub fn is_empty(self) -> bool {
-        self.0 == 0
-    }
-    pub fn len(self) -> u32 {
-        self.0.count_ones()
-    }
-    pub fn iter(self) -> impl Iterator<Item = usize> {
-        let mut bits = self.0;
-        std::iter::from_fn(move || {
-            (bits != 0).then(|| {
-                let i = bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                i
-            })
-        })
-    }
-}
+use std::collections::VecDeque;
 
 /// Why a segment is sent; the connection counts each kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -181,6 +136,16 @@ pub struct SchedSample {
     pub t: Time,
     pub key: &'static str,
     pub value: f64,
+}
+
+/// What passes between the sender and its scheduler besides decisions: the sender queues
+/// reinjections, the scheduler asks for penalties and records samples. It lives here, beside
+/// the context that lends it out, so that the schedulers need nothing from the sender.
+#[derive(Default)]
+pub struct Shared {
+    pub reinject: VecDeque<u64>,
+    pub penalize: Vec<usize>,
+    pub sched_trace: Option<Vec<SchedSample>>,
 }
 
 impl<'a> SchedCtx<'a> {
@@ -297,64 +262,18 @@ pub trait Scheduler {
     fn on_data_ack(&mut self, _now: Time, _acked: u64, _left_edge_subflows: SubflowSet) {}
 }
 
-/// One registered scheduler.
+/// What a scheduler says about itself: each scheduler's file exports one as `INFO`, and
+/// `registry.rs` lists them.
 pub struct SchedInfo {
     pub name: &'static str,
+    /// One line, for `mpsched schedulers`.
     pub description: &'static str,
+    /// The paper or the code it follows.
     pub source: &'static str,
-    /// The keys of `[connection.scheduler_params]` it takes.
-    pub params: &'static [&'static str],
-    /// Builds it from parameters whose keys are among `params`.
+    /// What it takes in `[connection.scheduler_params]`.
+    pub params: &'static [ParamInfo],
+    /// Parses its parameters and builds it; the keys are among `params`.
     pub build: fn(&SchedParams) -> Result<Box<dyn Scheduler>, String>,
-}
-
-/// Every registered scheduler, in listing order.
-pub fn registry() -> impl Iterator<Item = &'static SchedInfo> {
-    FOUNDATION
-        .iter()
-        .chain(registry_a::SCHEDULERS)
-        .chain(registry_b::SCHEDULERS)
-}
-
-const FOUNDATION: &[SchedInfo] = &[
-    SchedInfo {
-        name: "minrtt",
-        params: &[],
-        description: "lowest smoothed RTT among subflows with congestion-window space (LowRTT)",
-        source: "Paasch et al., CSWS 2014, sec. 3.2; Linux out-of-tree mptcp_sched.c",
-        build: |_| Ok(Box::new(MinRtt::new()) as Box<dyn Scheduler>),
-    },
-    SchedInfo {
-        name: "default",
-        params: &[],
-        description: "minrtt plus opportunistic retransmission and penalisation",
-        source: "Raiciu et al., NSDI 2012, sec. 4.2; Linux out-of-tree MPTCP v0.9x mptcp_sched.c",
-        build: |_| Ok(Box::new(DefaultSched::new()) as Box<dyn Scheduler>),
-    },
-    SchedInfo {
-        name: "rr",
-        params: &[],
-        description: "round robin: one segment per turn over subflows with window space",
-        source: "Paasch et al., CSWS 2014, sec. 3.1; Linux out-of-tree mptcp_rr.c",
-        build: |_| Ok(Box::new(RoundRobin::new()) as Box<dyn Scheduler>),
-    },
-];
-
-pub fn lookup(name: &str) -> Option<&'static SchedInfo> {
-    registry().find(|s| s.name == name)
-}
-
-/// Builds the scheduler `name` with `params`.
-pub fn build(name: &str, params: &SchedParams) -> Result<Box<dyn Scheduler>, String> {
-    let info = lookup(name).ok_or_else(|| {
-        let names: Vec<_> = registry().map(|s| s.name).collect();
-        format!(
-            "connection.scheduler: unknown scheduler '{name}' (known: {})",
-            names.join(", ")
-        )
-    })?;
-    params.only(name, info.params)?;
-    (info.build)(params)
 }
 
 /// Among available subflows, the one with the lowest srtt (ties to the lower index), optionally

@@ -22,8 +22,36 @@
 //! retransmission and penalisation), which the paper switches to for S3; the same policy runs
 //! inside U for S1 and S2, the other subflows being treated as having no window space.
 
-use super::{Decision, DefaultSched, SchedCtx, Scheduler, SubflowView};
+use super::default::DefaultSched;
+use crate::sched::{Decision, ParamInfo, SchedCtx, SchedInfo, SchedParams, Scheduler, SubflowView};
 
+pub const INFO: SchedInfo = SchedInfo {
+    name: "mptcp-sf",
+    description: "flow classification by bytes sent: the fastest subflow below s1_bytes, the \
+                  subflows within lambda x min RTT below s2_bytes, then every subflow \
+                  (default policy)",
+    source: "Yang et al., \"A MPTCP Scheduler for Web Transfer\", Algorithms 1 and 2",
+    params: &[
+        ParamInfo {
+            key: "s1_bytes",
+            default: "100000",
+            meaning: "the flow-size threshold of class S1 (bytes sent)",
+        },
+        ParamInfo {
+            key: "s2_bytes",
+            default: "400000",
+            meaning: "the flow-size threshold of class S2, at least s1_bytes",
+        },
+        ParamInfo {
+            key: "lambda",
+            default: "4",
+            meaning: "class S2 uses the subflows with RTT / RTT_min <= lambda",
+        },
+    ],
+    build: |p| Ok(Box::new(MptcpSf::from_params(p)?)),
+};
+
+#[derive(Debug)]
 pub struct MptcpSf {
     s1_bytes: u64,
     s2_bytes: u64,
@@ -34,6 +62,16 @@ pub struct MptcpSf {
 }
 
 impl MptcpSf {
+    pub fn from_params(p: &SchedParams) -> Result<MptcpSf, String> {
+        let s1 = p.num("s1_bytes", 100_000.0, 0.0, 1e15)?;
+        let s2 = p.num("s2_bytes", 400_000.0, 0.0, 1e15)?;
+        if s2 < s1 {
+            return Err(format!("s2_bytes: must be >= s1_bytes ({s1}), got {s2}"));
+        }
+        let lambda = p.num("lambda", 4.0, 1.0, 1e6)?;
+        Ok(MptcpSf::new(s1 as u64, s2 as u64, lambda))
+    }
+
     pub fn new(s1_bytes: u64, s2_bytes: u64, lambda: f64) -> MptcpSf {
         MptcpSf {
             s1_bytes,
@@ -47,7 +85,7 @@ impl MptcpSf {
 
 impl Scheduler for MptcpSf {
     fn name(&self) -> &'static str {
-        "mptcp-sf"
+        INFO.name
     }
 
     fn next(&mut self, ctx: &mut SchedCtx) -> Option<Decision> {
@@ -90,6 +128,11 @@ impl Scheduler for MptcpSf {
 mod tests {
     use crate::sched::testkit::*;
     use crate::sched::ParamValue;
+
+    #[test]
+    fn the_documented_defaults_are_the_defaults() {
+        assert_documented_defaults(&super::INFO, super::MptcpSf::from_params);
+    }
 
     fn setup(rtts: Vec<u64>, total: Option<u64>) -> Setup {
         Setup {
@@ -166,6 +209,9 @@ mod tests {
             "mptcp-sf",
             &crate::sched::SchedParams::new().with("lambda", ParamValue::Num(0.5)),
         );
-        assert!(bad.err().unwrap().contains("scheduler_params.lambda"));
+        assert_eq!(
+            bad.err().unwrap().to_string(),
+            "lambda: must be in [1, 1000000], got 0.5"
+        );
     }
 }

@@ -46,9 +46,27 @@
 //! mptcp-kau kernel port: ceil((not_yet_sent - can_send + 1) / cwnd)), `xquic` (XQUIC, in
 //! segments: floor((not_yet_sent - can_send + 1) / cwnd)).
 
-use super::{Decision, Reason, SchedCtx, Scheduler, SubflowSet, SubflowView};
 use crate::cc::CaState;
+use crate::sched::{
+    Decision, ParamInfo, Reason, SchedCtx, SchedInfo, SchedParams, Scheduler, SubflowSet,
+    SubflowView,
+};
 use std::collections::{BTreeSet, VecDeque};
+
+pub const INFO: SchedInfo = SchedInfo {
+    name: "otias",
+    description: "out-of-order transmission for in-order arrival: each segment goes to the \
+                  subflow where it would arrive first, queued if that subflow has no window",
+    source: "Yang, Wang, Amer, \"Out-of-order Transmission for In-order Arrival Scheduling \
+             for Multipath TCP\", Figure 3, eqs. 1-3",
+    params: &[ParamInfo {
+        key: "wait",
+        default: "\"paper\"",
+        meaning: "the waiting-time formula: the paper's eq. 2, \"kau\" (the mptcp-kau port) or \
+                  \"xquic\"",
+    }],
+    build: |p| Ok(Box::new(Otias::from_params(p)?)),
+};
 
 /// Which expression of eq. 2 counts the RTTs a segment waits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,6 +82,7 @@ struct Queued {
     reinjection: bool,
 }
 
+#[derive(Debug)]
 pub struct Otias {
     wait: WaitRule,
     /// Per subflow: segments scheduled on it and not yet sent, in scheduling order.
@@ -79,6 +98,15 @@ pub struct Otias {
 }
 
 impl Otias {
+    pub fn from_params(p: &SchedParams) -> Result<Otias, String> {
+        let wait = match p.choice("wait", "paper", &["paper", "kau", "xquic"])? {
+            "kau" => WaitRule::Kau,
+            "xquic" => WaitRule::Xquic,
+            _ => WaitRule::Paper,
+        };
+        Ok(Otias::new(wait))
+    }
+
     pub fn new(wait: WaitRule) -> Otias {
         Otias {
             wait,
@@ -216,7 +244,7 @@ impl Otias {
 
 impl Scheduler for Otias {
     fn name(&self) -> &'static str {
-        "otias"
+        INFO.name
     }
 
     fn next(&mut self, ctx: &mut SchedCtx) -> Option<Decision> {
@@ -263,6 +291,11 @@ impl Scheduler for Otias {
 mod tests {
     use crate::sched::testkit::*;
     use crate::sched::ParamValue;
+
+    #[test]
+    fn the_documented_defaults_are_the_defaults() {
+        assert_documented_defaults(&super::INFO, super::Otias::from_params);
+    }
 
     /// Two subflows, 10 ms and 100 ms, initial windows of 10: what goes out at the start.
     fn start(wait: &str) -> (crate::conn::Sender, Vec<(u8, u64, u64)>) {

@@ -1,5 +1,7 @@
-//! Scheduler parameters from the scenario (`[connection.scheduler_params]`), validated like
-//! every other field: an unknown key or a bad value is an error that names it.
+//! Scheduler parameters from the scenario (`[connection.scheduler_params]`, or a competing
+//! flow's), validated like every other field: an unknown key or a bad value is an error that
+//! starts with the key. The caller, which knows which table the parameters came from, puts
+//! the table's name in front.
 
 use crate::time::Dur;
 use std::collections::BTreeMap;
@@ -10,12 +12,20 @@ pub enum ParamValue {
     Str(String),
 }
 
+/// One parameter a scheduler takes, as `mpsched schedulers` lists it.
+#[derive(Clone, Copy, Debug)]
+pub struct ParamInfo {
+    pub key: &'static str,
+    /// The value when the key is absent, written as in the scenario's TOML (`3`, `"4ms"`), or
+    /// the formula it follows when it depends on the run.
+    pub default: &'static str,
+    pub meaning: &'static str,
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct SchedParams {
     values: BTreeMap<String, ParamValue>,
 }
-
-const FIELD: &str = "connection.scheduler_params";
 
 impl SchedParams {
     pub fn new() -> SchedParams {
@@ -32,17 +42,16 @@ impl SchedParams {
     }
 
     /// Refuses any key the scheduler does not know.
-    pub fn only(&self, scheduler: &str, known: &[&str]) -> Result<(), String> {
+    pub fn only(&self, scheduler: &str, known: &[ParamInfo]) -> Result<(), String> {
         for k in self.values.keys() {
-            if !known.contains(&k.as_str()) {
+            if !known.iter().any(|p| p.key == k) {
                 let hint = if known.is_empty() {
                     "it takes no parameters".to_owned()
                 } else {
-                    format!("known: {}", known.join(", "))
+                    let keys: Vec<_> = known.iter().map(|p| p.key).collect();
+                    format!("known: {}", keys.join(", "))
                 };
-                return Err(format!(
-                    "{FIELD}.{k}: unknown parameter of '{scheduler}' ({hint})"
-                ));
+                return Err(format!("{k}: unknown parameter of '{scheduler}' ({hint})"));
             }
         }
         Ok(())
@@ -53,10 +62,8 @@ impl SchedParams {
         match self.values.get(key) {
             None => Ok(default),
             Some(ParamValue::Num(x)) if (lo..=hi).contains(x) => Ok(*x),
-            Some(ParamValue::Num(x)) => {
-                Err(format!("{FIELD}.{key}: must be in [{lo}, {hi}], got {x}"))
-            }
-            Some(ParamValue::Str(s)) => Err(format!("{FIELD}.{key}: expected a number, got '{s}'")),
+            Some(ParamValue::Num(x)) => Err(format!("{key}: must be in [{lo}, {hi}], got {x}")),
+            Some(ParamValue::Str(s)) => Err(format!("{key}: expected a number, got '{s}'")),
         }
     }
 
@@ -65,11 +72,11 @@ impl SchedParams {
         match self.values.get(key) {
             None => Ok(None),
             Some(ParamValue::Num(x)) if *x > 0.0 => Ok(Some(Dur::from_secs_f64(*x))),
-            Some(ParamValue::Num(x)) => Err(format!("{FIELD}.{key}: must be > 0, got {x}")),
+            Some(ParamValue::Num(x)) => Err(format!("{key}: must be > 0, got {x}")),
             Some(ParamValue::Str(s)) => parse_duration(s)
                 .filter(|d| *d > Dur::ZERO)
                 .map(Some)
-                .ok_or_else(|| format!("{FIELD}.{key}: not a positive duration: '{s}'")),
+                .ok_or_else(|| format!("{key}: not a positive duration: '{s}'")),
         }
     }
 
@@ -86,11 +93,9 @@ impl SchedParams {
                 .iter()
                 .find(|c| **c == s.as_str())
                 .copied()
-                .ok_or_else(|| {
-                    format!("{FIELD}.{key}: '{s}' is not one of {}", choices.join(", "))
-                }),
+                .ok_or_else(|| format!("{key}: '{s}' is not one of {}", choices.join(", "))),
             Some(ParamValue::Num(x)) => Err(format!(
-                "{FIELD}.{key}: expected one of {}, got {x}",
+                "{key}: expected one of {}, got {x}",
                 choices.join(", ")
             )),
         }
@@ -131,9 +136,14 @@ mod tests {
         assert!(p
             .num("lambda", 1.0, 0.0, 2.0)
             .unwrap_err()
-            .contains("scheduler_params.lambda"));
+            .starts_with("lambda: must be in [0, 2], got 3"));
+        let lambda = ParamInfo {
+            key: "lambda",
+            default: "1",
+            meaning: "",
+        };
         assert!(p
-            .only("bm", &["lambda"])
+            .only("bm", &[lambda])
             .unwrap_err()
             .contains("adjust_interval"));
         let bad = SchedParams::new().with("adjust_interval", ParamValue::Str("soon".into()));

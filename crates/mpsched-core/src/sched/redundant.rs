@@ -27,8 +27,17 @@
 //! queued for reinjection after a subflow's timeout go first, as in the kernel.
 
 use super::minrtt::next_reinjection;
-use super::{Decision, Reason, SchedCtx, Scheduler, SubflowSet};
 use crate::cc::CaState;
+use crate::sched::{Decision, Reason, SchedCtx, SchedInfo, Scheduler, SubflowSet};
+
+pub const INFO: SchedInfo = SchedInfo {
+    name: "redundant",
+    description: "every segment on every subflow with window space; laggards resume at the \
+                  oldest segment not yet Data-ACKed",
+    source: "Linux out-of-tree mptcp_redundant.c (Erbshaeusser, Froemmgen; v0.90+)",
+    params: &[],
+    build: |_| Ok(Box::new(Redundant::new())),
+};
 
 #[derive(Default)]
 pub struct Redundant {
@@ -46,7 +55,7 @@ impl Redundant {
 
 impl Scheduler for Redundant {
     fn name(&self) -> &'static str {
-        "redundant"
+        INFO.name
     }
 
     fn next(&mut self, ctx: &mut SchedCtx) -> Option<Decision> {

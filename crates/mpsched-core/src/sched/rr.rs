@@ -1,7 +1,15 @@
 //! Round robin (Paasch et al., CSWS 2014, sec. 3.1; the out-of-tree `mptcp_rr.c`): one segment
 //! per turn, cycling over the subflows that have congestion-window space.
 
-use super::{Decision, Reason, SchedCtx, Scheduler, SubflowSet};
+use crate::sched::{Decision, Reason, SchedCtx, SchedInfo, Scheduler, SubflowSet};
+
+pub const INFO: SchedInfo = SchedInfo {
+    name: "rr",
+    description: "round robin: one segment per turn over subflows with window space",
+    source: "Paasch et al., CSWS 2014, sec. 3.1; Linux out-of-tree mptcp_rr.c",
+    params: &[],
+    build: |_| Ok(Box::new(RoundRobin::new())),
+};
 
 #[derive(Default)]
 pub struct RoundRobin {
@@ -16,7 +24,7 @@ impl RoundRobin {
 
 impl Scheduler for RoundRobin {
     fn name(&self) -> &'static str {
-        "rr"
+        INFO.name
     }
 
     fn next(&mut self, ctx: &mut SchedCtx) -> Option<Decision> {

@@ -108,11 +108,48 @@
 //! regular ones.
 
 use super::minrtt::next_reinjection;
-use super::{Decision, Reason, SchedCtx, Scheduler, SubflowSet, SubflowView};
 use crate::cc::CaState;
+use crate::sched::{
+    Decision, ParamInfo, Reason, SchedCtx, SchedInfo, SchedParams, Scheduler, SubflowSet,
+    SubflowView,
+};
 use crate::time::{Dur, Time};
 use crate::units::wire::MSS;
 use std::collections::VecDeque;
+
+pub const INFO_C: SchedInfo = SchedInfo {
+    name: "stms-c",
+    description: "STMS with the gap calculated: the fast subflow sends the first unsent \
+                  segment, the slow one the gap-th, gap = B_f x (OWD_s - OWD_f)",
+    source: "Shi et al., \"STMS\", USENIX ATC 2018, Algorithm 1, eqs. 2 and 4, sec. 4",
+    params: &[ParamInfo {
+        key: "owd",
+        default: "\"half-rtt\"",
+        meaning: "one-way delay as srtt / 2 (the paper), or \"forward-queue\": min_rtt / 2 + \
+                  (srtt - min_rtt)",
+    }],
+    build: |p| Ok(Box::new(Stms::calculated(p)?)),
+};
+
+pub const INFO_A: SchedInfo = SchedInfo {
+    name: "stms-a",
+    description: "STMS with the gap adjusted from the Data ACKs (who held the left edge, how \
+                  many segments each Data ACK released)",
+    source: "Shi et al., \"STMS\", USENIX ATC 2018, Algorithms 1 and 2, eq. 4",
+    params: &[
+        ParamInfo {
+            key: "adjust_interval",
+            default: "(srtt_s + srtt_f) / 2",
+            meaning: "how often the gap moves (Algorithm 2)",
+        },
+        ParamInfo {
+            key: "recovery_jumps",
+            default: "\"count\"",
+            meaning: "\"skip\" ignores the Data ACK jumps of loss recoveries (not in the paper)",
+        },
+    ],
+    build: |p| Ok(Box::new(Stms::adjusted(p)?)),
+};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StmsVariant {
@@ -195,6 +232,7 @@ struct PerSubflow {
     recorded: Option<u64>,
 }
 
+#[derive(Debug)]
 pub struct Stms {
     variant: StmsVariant,
     sf: Vec<PerSubflow>,
@@ -208,6 +246,23 @@ pub struct Stms {
 }
 
 impl Stms {
+    pub fn calculated(p: &SchedParams) -> Result<Stms, String> {
+        let owd = match p.choice("owd", "half-rtt", &["half-rtt", "forward-queue"])? {
+            "forward-queue" => OwdEstimate::ForwardQueue,
+            _ => OwdEstimate::HalfRtt,
+        };
+        Ok(Stms::new(StmsVariant::Calculated { owd }))
+    }
+
+    pub fn adjusted(p: &SchedParams) -> Result<Stms, String> {
+        let interval = p.duration("adjust_interval")?;
+        let skip_recovery = p.choice("recovery_jumps", "count", &["count", "skip"])? == "skip";
+        Ok(Stms::new(StmsVariant::Adjusted {
+            interval,
+            skip_recovery,
+        }))
+    }
+
     pub fn new(variant: StmsVariant) -> Stms {
         Stms {
             variant,
@@ -289,8 +344,8 @@ impl Stms {
 impl Scheduler for Stms {
     fn name(&self) -> &'static str {
         match self.variant {
-            StmsVariant::Calculated { .. } => "stms-c",
-            StmsVariant::Adjusted { .. } => "stms-a",
+            StmsVariant::Calculated { .. } => INFO_C.name,
+            StmsVariant::Adjusted { .. } => INFO_A.name,
         }
     }
 
@@ -406,6 +461,12 @@ mod tests {
     use crate::sched::testkit::*;
     use crate::sched::{Scheduler, SubflowSet};
     use crate::time::Dur;
+
+    #[test]
+    fn the_documented_defaults_are_the_defaults() {
+        assert_documented_defaults(&super::INFO_C, Stms::calculated);
+        assert_documented_defaults(&super::INFO_A, Stms::adjusted);
+    }
 
     /// The gap values recorded so far.
     fn gaps(s: &mut Sender) -> Vec<f64> {
@@ -591,10 +652,10 @@ mod tests {
                 crate::sched::ParamValue::Str("-1s".into()),
             ),
         );
-        assert!(bad
-            .err()
-            .unwrap()
-            .contains("scheduler_params.adjust_interval"));
+        assert_eq!(
+            bad.err().unwrap().to_string(),
+            "adjust_interval: not a positive duration: '-1s'"
+        );
     }
 
     #[test]
@@ -612,8 +673,8 @@ mod tests {
             "recovery_jumps",
             crate::sched::ParamValue::Str("sometimes".into()),
         );
-        let err = crate::sched::build("stms-a", &p).err().unwrap();
-        assert!(err.contains("scheduler_params.recovery_jumps"), "{err}");
+        let err = crate::sched::build("stms-a", &p).err().unwrap().to_string();
+        assert!(err.starts_with("recovery_jumps: "), "{err}");
     }
 
     /// The gap the slow subflow uses after its first segments come back 300 ms after they
@@ -643,8 +704,8 @@ mod tests {
         assert_eq!(gap_behind_a_slow_path_queue("forward-queue"), vec![70.0]);
         let p = crate::sched::SchedParams::new()
             .with("owd", crate::sched::ParamValue::Str("one-way".into()));
-        let err = crate::sched::build("stms-c", &p).err().unwrap();
-        assert!(err.contains("scheduler_params.owd"), "{err}");
+        let err = crate::sched::build("stms-c", &p).err().unwrap().to_string();
+        assert!(err.starts_with("owd: "), "{err}");
     }
 
     #[test]

@@ -4,7 +4,7 @@ use crate::cc::Reno;
 use crate::conn::sender::SubflowConfig;
 use crate::conn::{Sender, SenderConfig};
 use crate::packet::{Ack, Packet, Payload, SackBlock, MAX_SACK_BLOCKS};
-use crate::sched::{self, ParamValue, SchedParams};
+use crate::sched::{self, ParamValue, SchedInfo, SchedParams};
 use crate::time::{Dur, Time};
 use crate::units::{wire, Bytes};
 
@@ -134,4 +134,36 @@ pub fn sender_with(
         },
         p.clone(),
     )
+}
+
+/// Building with each default of `info` written out gives the scheduler built without it, so
+/// that what `mpsched schedulers` says is what the code does. A default that is a formula
+/// (neither a number nor a quoted string) is left out.
+pub fn assert_documented_defaults<S: std::fmt::Debug>(
+    info: &SchedInfo,
+    from_params: fn(&SchedParams) -> Result<S, String>,
+) {
+    let absent = format!("{:?}", from_params(&SchedParams::new()).unwrap());
+    for p in info.params {
+        let value = match p
+            .default
+            .strip_prefix('"')
+            .and_then(|s| s.strip_suffix('"'))
+        {
+            Some(s) => ParamValue::Str(s.into()),
+            None => match p.default.parse() {
+                Ok(x) => ParamValue::Num(x),
+                Err(_) => continue,
+            },
+        };
+        let given = from_params(&SchedParams::new().with(p.key, value)).unwrap();
+        assert_eq!(
+            format!("{given:?}"),
+            absent,
+            "{}: {} = {}",
+            info.name,
+            p.key,
+            p.default
+        );
+    }
 }
