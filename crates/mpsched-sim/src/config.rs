@@ -219,8 +219,9 @@ impl FlowConfig {
         let field = format!("flows[{index}]");
         if CcKind::parse(&self.congestion).is_none() {
             return Err(format!(
-                "{field}.congestion: unknown congestion control '{}' (known: reno, cubic, lia, olia)",
-                self.congestion
+                "{field}.congestion: unknown congestion control '{}' (known: {})",
+                self.congestion,
+                CcKind::known()
             ));
         }
         if self.size_bytes == Some(0) {
@@ -334,8 +335,9 @@ impl Config {
         }
         if CcKind::parse(&self.congestion).is_none() {
             return Err(format!(
-                "congestion: unknown congestion control '{}' (known: reno, cubic, lia, olia)",
-                self.congestion
+                "congestion: unknown congestion control '{}' (known: {})",
+                self.congestion,
+                CcKind::known()
             ));
         }
         if self.sndbuf_bytes == 0 {

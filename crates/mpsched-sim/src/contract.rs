@@ -128,10 +128,10 @@ pub fn contract() -> Contract {
                 params: s
                     .params
                     .iter()
-                    .map(|&key| Param {
-                        key,
-                        default: "",
-                        meaning: "",
+                    .map(|p| Param {
+                        key: p.key,
+                        default: p.default,
+                        meaning: p.meaning,
                     })
                     .collect(),
             })
