@@ -121,3 +121,10 @@ def test_the_testbed_summary_has_every_declared_field() -> None:
     for sub in s["subflows"]:
         assert [f.name for f in contract.fields("subflow")] == list(sub)[: len(sub) - 1]
     assert s["ooo_delay_ms"] is None and "kernel" in s
+
+
+def test_the_extending_guide_shows_the_code_that_is_compiled() -> None:
+    """docs/extending.md's worked scheduler is docs/extending/widest.rs, which the core's
+    tests compile and run (`sched/registry.rs`, `widest_example`)."""
+    code = (ROOT / "docs/extending/widest.rs").read_text()
+    assert f"```rust\n{code}```" in (ROOT / "docs/extending.md").read_text()

@@ -44,6 +44,11 @@ mod mptcp_sf;
 #[path = "linux.rs"]
 mod linux;
 
+// The worked example of docs/extending.md, compiled and tested so that the page stays true.
+#[cfg(test)]
+#[path = "../../../../docs/extending/widest.rs"]
+mod widest_example;
+
 const SCHEDULERS: &[SchedInfo] = &[
     minrtt::INFO,
     default::INFO,
