@@ -1,10 +1,8 @@
 //! The emulator's input: a normalized scenario (the same JSON the simulator runs) and, per
 //! path, the namespaces and names of its two TUN devices.
 
-use mpsched_core::link::LinkConfig;
-use mpsched_core::{Dur, Rate};
-use mpsched_sim::config::PathConfig;
-use mpsched_sim::Config;
+use mpsched_scenario::Config;
+pub use mpsched_scenario::{LinkChange, LinkPlan};
 use serde::Deserialize;
 
 #[derive(Clone, Debug, Deserialize)]
@@ -53,28 +51,6 @@ pub enum Threads {
     Single,
 }
 
-/// A change of one link at `at` after the epoch.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct LinkChange {
-    pub at: Dur,
-    pub rate: Option<Rate>,
-    pub delay: Option<Dur>,
-    pub jitter: Option<Dur>,
-}
-
-/// One direction of one path, ready to build.
-#[derive(Clone, Debug)]
-pub struct LinkPlan {
-    pub path: usize,
-    pub name: String,
-    /// true for the down (data, server to client) link.
-    pub down: bool,
-    pub link: LinkConfig,
-    /// The RNG stream of this link: the simulator's (2p+1 down, 2p+2 up).
-    pub stream: u64,
-    pub changes: Vec<LinkChange>,
-}
-
 impl EmuConfig {
     pub fn from_json(s: &str) -> Result<EmuConfig, String> {
         let cfg: EmuConfig =
@@ -108,51 +84,17 @@ impl EmuConfig {
         Config::from_json_external_scheduler(&self.scenario.to_string())
     }
 
-    /// Every link of the scenario: per path the down link, then the up link.
+    /// Every link of the scenario: per path the down link, then the up link, planned as the
+    /// simulator plans them.
     pub fn links(&self) -> Result<Vec<LinkPlan>, String> {
-        let sc = self.scenario()?;
-        let mut out = vec![];
-        for (p, pc) in sc.paths.iter().enumerate() {
-            out.push(plan(p, pc, true));
-            out.push(plan(p, pc, false));
-        }
-        Ok(out)
-    }
-}
-
-fn plan(p: usize, pc: &PathConfig, down: bool) -> LinkPlan {
-    let spec = if down { &pc.down } else { &pc.up };
-    let mut changes: Vec<LinkChange> = pc
-        .schedule
-        .iter()
-        .map(|c| LinkChange {
-            at: Dur(c.at_ns),
-            // As in the simulator, a rate change applies to both directions.
-            rate: c.rate_bps.map(Rate::bps),
-            delay: if down { c.delay_down_ns } else { c.delay_up_ns }.map(Dur),
-            jitter: if down {
-                c.jitter_down_ns
-            } else {
-                c.jitter_up_ns
-            }
-            .map(Dur),
-        })
-        .filter(|c| c.rate.is_some() || c.delay.is_some() || c.jitter.is_some())
-        .collect();
-    changes.sort_by_key(|c| c.at);
-    LinkPlan {
-        path: p,
-        name: pc.name.clone(),
-        down,
-        link: spec.to_link(),
-        stream: 2 * p as u64 + if down { 1 } else { 2 },
-        changes,
+        Ok(self.scenario()?.link_plans())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mpsched_core::{Dur, Rate};
 
     fn config(paths: &str, devices: &str) -> String {
         format!(

@@ -1,8 +1,9 @@
 //! mpsched-sim: drives the sans-IO core in virtual time.
 
+pub mod app;
 pub mod bench;
-pub mod build;
-pub mod config;
+pub mod component;
+pub mod conn;
 pub mod contract;
 pub mod event;
 pub mod schema;
@@ -11,8 +12,10 @@ pub mod summary;
 pub mod trace_out;
 pub mod trace_schema;
 
-pub use config::Config;
 pub use event::bench_event_queue;
+pub use mpsched_scenario::Config;
+/// The scenario crate's modules, where this crate's users have always found them.
+pub use mpsched_scenario::{build, config};
 pub use sim::{RunOutput, Simulation, Traces};
 pub use summary::Summary;
 

@@ -1,8 +1,9 @@
 //! The summary of a run, the JSON object `mpsched run --json` prints.
 
+use crate::app::App;
 use crate::config::{Config, Protocol, Workload};
+use crate::conn::Conn;
 use crate::schema::{described_struct, Kind};
-use crate::sim::{App, Conn};
 use mpsched_core::conn::stats::Histogram;
 use mpsched_core::Time;
 use serde::Serialize;

@@ -1,0 +1,10 @@
+//! mpsched-scenario: the normalized scenario that the simulator runs and the emulator
+//! emulates (every quantity an integer in base units), its validation, and the plan of every
+//! link it describes, written once for both.
+
+pub mod build;
+pub mod config;
+pub mod plan;
+
+pub use config::Config;
+pub use plan::{LinkChange, LinkPlan, PathChange};

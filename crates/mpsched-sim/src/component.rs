@@ -1,0 +1,85 @@
+//! What an event wakes: the simulator's components, and their dense ids in the event list
+//! (which indexes its per-component slot by id).
+
+use crate::event::ComponentId;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Component {
+    /// The paths' scheduled changes (`[[path.schedule]]`).
+    Schedule,
+    /// The trace sampler (observes the model; not part of it).
+    Sampler,
+    /// The main connection's rate-limited application (`Workload::Rate`).
+    App,
+    /// Link `l` (2p: path p's down link, 2p + 1 its up link).
+    Link(usize),
+    /// Connection `k`'s server socket (0: the main connection).
+    Server(usize),
+    /// Connection `k`'s client socket.
+    Client(usize),
+}
+
+/// The numbering: the three singletons, then the links, then each connection's server and
+/// client.
+#[derive(Clone, Copy, Debug)]
+pub struct Components {
+    links: usize,
+}
+
+const FIRST_LINK: usize = 3;
+
+impl Components {
+    pub fn new(links: usize) -> Components {
+        Components { links }
+    }
+
+    /// How many ids `conns` connections need.
+    pub fn count(&self, conns: usize) -> usize {
+        FIRST_LINK + self.links + 2 * conns
+    }
+
+    pub fn id(&self, c: Component) -> ComponentId {
+        let first_conn = FIRST_LINK + self.links;
+        (match c {
+            Component::Schedule => 0,
+            Component::Sampler => 1,
+            Component::App => 2,
+            Component::Link(l) => FIRST_LINK + l,
+            Component::Server(k) => first_conn + 2 * k,
+            Component::Client(k) => first_conn + 2 * k + 1,
+        }) as ComponentId
+    }
+
+    pub fn component(&self, id: ComponentId) -> Component {
+        let id = id as usize;
+        let first_conn = FIRST_LINK + self.links;
+        match id {
+            0 => Component::Schedule,
+            1 => Component::Sampler,
+            2 => Component::App,
+            _ if id < first_conn => Component::Link(id - FIRST_LINK),
+            _ if (id - first_conn).is_multiple_of(2) => Component::Server((id - first_conn) / 2),
+            _ => Component::Client((id - first_conn) / 2),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_dense_and_decode_to_what_they_encode() {
+        let ids = Components::new(4);
+        let all: Vec<Component> = [Component::Schedule, Component::Sampler, Component::App]
+            .into_iter()
+            .chain((0..4).map(Component::Link))
+            .chain((0..3).flat_map(|k| [Component::Server(k), Component::Client(k)]))
+            .collect();
+        assert_eq!(all.len(), ids.count(3));
+        for (i, c) in all.iter().enumerate() {
+            assert_eq!(ids.id(*c) as usize, i);
+            assert_eq!(ids.component(i as ComponentId), *c);
+        }
+    }
+}

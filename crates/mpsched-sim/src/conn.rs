@@ -1,0 +1,169 @@
+//! One connection of a run: its server and client sockets (the core's `Sender` and
+//! `Receiver`), the paths of its subflows, and how it opens over the links as they are when
+//! its SYN leaves.
+
+use crate::config::{Config, Protocol};
+use mpsched_core::cc::CcKind;
+use mpsched_core::conn::sender::SubflowConfig;
+use mpsched_core::conn::{Receiver, ReceiverConfig, Sender, SenderConfig};
+use mpsched_core::link::{HasWireLen, Link};
+use mpsched_core::packet::Packet;
+use mpsched_core::sched;
+use mpsched_core::{Bytes, Time};
+use mpsched_scenario::plan::{down_link, up_link};
+
+/// Bytes of a SYN / SYN-ACK on the wire (IP + TCP + options).
+const SYN_BYTES: u64 = 64;
+
+/// A packet on a link, with the index of the connection it belongs to.
+pub struct Tagged {
+    pub conn: u32,
+    pub pkt: Packet,
+}
+
+impl HasWireLen for Tagged {
+    fn wire_len(&self) -> u32 {
+        self.pkt.wire_len
+    }
+}
+
+pub type SimLink = Link<Tagged>;
+
+/// Packets of one subflow the links dropped.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Drops {
+    pub queue: u64,
+    pub random: u64,
+    pub ack_queue: u64,
+    pub ack_random: u64,
+}
+
+/// One connection: its two sockets and the paths of its subflows.
+pub struct Conn {
+    pub server: Sender,
+    pub client: Receiver,
+    /// The path of each subflow.
+    pub paths: Vec<usize>,
+    /// When its first SYN left the client.
+    pub syn_at: Time,
+    /// When its server sends the first data.
+    pub start: Time,
+    /// The size of its file; `None`: a bulk transfer to the end of the run.
+    pub total: Option<Bytes>,
+    /// Whether it transfers a file.
+    pub file: bool,
+    pub drops: Vec<Drops>,
+    started: bool,
+    pub(crate) done: bool,
+    /// A competing flow before its SYN: built for idle paths, to be built again.
+    pub(crate) syn_pending: bool,
+}
+
+impl Conn {
+    /// The request reaches the server: it starts sending (once).
+    pub(crate) fn start_once(&mut self, now: Time) {
+        if !self.started {
+            self.started = true;
+            self.server.start(now);
+        }
+    }
+
+    /// The sockets of one connection whose client sends its SYN at `spec.syn_at`.
+    pub(crate) fn open(cfg: &Config, spec: ConnSpec, links: &[SimLink], trace: bool) -> Conn {
+        let paths = &spec.paths;
+        // Handshake timing from the paths as they are when the SYN leaves: their delays and
+        // rates, and the queues a SYN and a SYN-ACK wait behind (none on idle paths).
+        let one_way = |l: &SimLink| {
+            l.delay() + l.rate().tx_time(SYN_BYTES) + l.rate().tx_time(l.backlog_bytes())
+        };
+        let hs_rtt = |p: usize| one_way(&links[down_link(p)]) + one_way(&links[up_link(p)]);
+        let up_delay = |p: usize| one_way(&links[up_link(p)]);
+        let rtt0 = hs_rtt(paths[0]);
+        let start = spec.syn_at + rtt0 + up_delay(paths[0]);
+        let subflows = paths
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| SubflowConfig {
+                established_at: if i == 0 {
+                    start
+                } else {
+                    spec.syn_at + rtt0 + hs_rtt(p) + up_delay(p)
+                },
+                handshake_rtt: hs_rtt(p),
+                backup: false,
+            })
+            .collect();
+        let client = Receiver::new(ReceiverConfig {
+            mptcp: spec.mptcp,
+            rcvbuf: Bytes(cfg.rcvbuf_bytes),
+            rcvbuf_initial: Bytes(cfg.rcvbuf_initial_bytes),
+            rcvbuf_autotune: cfg.rcvbuf_autotune,
+            window_ratio: cfg.window_ratio_256(),
+            subflows: paths.len(),
+            stack: cfg.stack.stack(),
+            total: spec.total,
+            trace,
+        });
+        let server = Sender::new(
+            SenderConfig {
+                mptcp: spec.mptcp,
+                sndbuf: Bytes(cfg.sndbuf_bytes),
+                sndbuf_autotune: cfg.sndbuf_autotune,
+                stack: cfg.stack.stack(),
+                initial_rwnd: Bytes(client.initial_window()),
+                total: spec.total,
+                app_limited: spec.app_limited,
+                subflows,
+                loss_recovery: cfg.loss_recovery.recovery(),
+                trace,
+            },
+            spec.cc.build(),
+            spec.sched,
+            start,
+        );
+        Conn {
+            server,
+            client,
+            drops: vec![Drops::default(); paths.len()],
+            paths: spec.paths,
+            syn_at: spec.syn_at,
+            start,
+            total: spec.total,
+            file: spec.total.is_some(),
+            started: false,
+            done: false,
+            syn_pending: false,
+        }
+    }
+
+    /// Competing flow `k` (`cfg.flows[k]`) as it opens over `links`.
+    pub(crate) fn flow(cfg: &Config, k: usize, links: &[SimLink]) -> Result<Conn, String> {
+        let f = &cfg.flows[k];
+        let mptcp = f.protocol == Protocol::Mptcp;
+        let sched = if mptcp {
+            sched::build(&f.scheduler, &f.sched_params(k)?)?
+        } else {
+            sched::build("minrtt", &sched::SchedParams::new())?
+        };
+        let spec = ConnSpec {
+            mptcp,
+            cc: f.cc(),
+            sched,
+            total: f.size_bytes.map(Bytes),
+            app_limited: false,
+            paths: f.paths.clone(),
+            syn_at: Time(f.start_ns),
+        };
+        Ok(Conn::open(cfg, spec, links, false))
+    }
+}
+
+pub(crate) struct ConnSpec {
+    pub(crate) mptcp: bool,
+    pub(crate) cc: CcKind,
+    pub(crate) sched: Box<dyn sched::Scheduler>,
+    pub(crate) total: Option<Bytes>,
+    pub(crate) app_limited: bool,
+    pub(crate) paths: Vec<usize>,
+    pub(crate) syn_at: Time,
+}
