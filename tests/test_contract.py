@@ -128,3 +128,22 @@ def test_the_extending_guide_shows_the_code_that_is_compiled() -> None:
     tests compile and run (`sched/registry.rs`, `widest_example`)."""
     code = (ROOT / "docs/extending/widest.rs").read_text()
     assert f"```rust\n{code}```" in (ROOT / "docs/extending.md").read_text()
+
+
+def test_the_stub_classes_have_exactly_the_runtime_attributes() -> None:
+    """stubtest lets a stub attribute without a runtime one pass; this closes that gap."""
+    import ast
+
+    tree = ast.parse((ROOT / "python/mpsched/_native.pyi").read_text())
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        stub = {
+            n.target.id
+            for n in node.body
+            if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
+        } | {n.name for n in node.body if isinstance(n, ast.FunctionDef)}
+        runtime = {a for a in dir(getattr(_native, node.name)) if not a.startswith("_")}
+        assert stub == runtime, (
+            f"{node.name}: stub only {stub - runtime}, runtime only {runtime - stub}"
+        )
