@@ -59,6 +59,7 @@ def run(
     sample_interval_ns: int = 10_000_000,
     chunk_rows: int = 65_536,
     scheduler: object | None = None,
+    progress: object | None = None,
 ) -> tuple[str, dict[str, Any] | None]:
     config = json.loads(config_json)
     calls.append(config)

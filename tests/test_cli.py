@@ -194,7 +194,7 @@ def test_run_out_to_a_file_is_an_error(run_cli, fake: ModuleType, tmp_path: Path
 
 
 def test_native_value_error_is_bad_input(run_cli, fake: ModuleType, monkeypatch) -> None:
-    def reject(config_json: str, trace: bool) -> None:
+    def reject(config_json: str, trace: bool, **_: object) -> None:
         raise ValueError("paths[0].down.rate_bps: too\nlarge")
 
     monkeypatch.setattr(fake, "run", reject)
@@ -202,7 +202,7 @@ def test_native_value_error_is_bad_input(run_cli, fake: ModuleType, monkeypatch)
 
 
 def test_internal_error_exits_1(run_cli, fake: ModuleType, monkeypatch) -> None:
-    def explode(config_json: str, trace: bool) -> None:
+    def explode(config_json: str, trace: bool, **_: object) -> None:
         raise RuntimeError("scheduler exploded")
 
     monkeypatch.setattr(fake, "run", explode)

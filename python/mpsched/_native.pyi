@@ -36,13 +36,17 @@ def run(
     sample_interval_ns: int = 10_000_000,
     chunk_rows: int = 65_536,
     scheduler: object | None = None,
+    progress: Callable[[int, int], object] | None = None,
 ) -> tuple[str, dict[str, _Columns] | None]:
     """Runs a scenario. With ``trace`` and no ``sink`` every trace table comes back at the end;
     with a ``sink`` the tables are streamed, ``sink(table, columns)`` every ``chunk_rows`` rows
     (the returned traces are then None). Subflow and connection state is sampled every
     ``sample_interval_ns``. Tables: acks, segments, bursts, subflows, connection, scheduler.
     ``scheduler``, an object with ``next(ctx: SchedContext)``, replaces the scenario's
-    scheduler (see ``mpsched.Scheduler``)."""
+    scheduler (see ``mpsched.Scheduler``). About ten times a second the run checks for signals
+    and calls ``progress(simulated_ns, events)``: a signal (Ctrl-C) stops it with the summary
+    so far (``interrupted_at_s``); an exception from ``progress`` or ``sink`` stops it and is
+    raised."""
 
 def schedulers() -> list[tuple[str, str, str, list[str]]]:
     """(name, one-line description, source, parameter keys) of every registered scheduler."""

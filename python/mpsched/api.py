@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -24,6 +27,7 @@ if TYPE_CHECKING:  # numpy, pyarrow and pandas are imported when traces are used
 
 __all__ = [
     "Result",
+    "RunInterrupted",
     "SchedulerInfo",
     "load_result",
     "native",
@@ -206,12 +210,57 @@ def run_native(config: Mapping[str, Any], *, benefit: bool = False) -> dict[str,
         summary: dict[str, Any] = json.loads(native().run(text, False)[0])
     except ValueError as exc:
         raise ScenarioError(" ".join(str(exc).split())) from None
+    if summary.get("interrupted_at_s") is not None:
+        # A sweep keeps only finished runs.
+        raise KeyboardInterrupt
     if benefit:
         from .benefit import with_benefit
 
         with_benefit(summary, config, lambda t: native().run(t, False))
     summary["wall_s"] = time.perf_counter() - start
     return summary
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or another signal whose handler raised) stopped a run. ``result`` is the run so
+    far: its summary has ``interrupted_at_s``, and with ``out=`` its files are written."""
+
+    def __init__(self, result: Result) -> None:
+        super().__init__(f"interrupted at {result.summary.get('interrupted_at_s')} s simulated")
+        self.result = result
+
+
+class _Interrupt:
+    """Ctrl-C during a run only raises a flag; the run's next watch (a tenth of a second
+    later at most) stops it cleanly, so that no trace file is cut in the middle of a write."""
+
+    def __init__(self) -> None:
+        self.raised = False
+
+    def _handler(self, signum: int, frame: object) -> None:
+        self.raised = True
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield  # the native run's own signal check stops it
+            return
+        previous = signal.signal(signal.SIGINT, self._handler)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+    def watching(
+        self, progress: Callable[[int, int], object] | None
+    ) -> Callable[[int, int], object]:
+        def watch(simulated_ns: int, events: int) -> None:
+            if self.raised:
+                raise KeyboardInterrupt
+            if progress is not None:
+                progress(simulated_ns, events)
+
+        return watch
 
 
 def run(
@@ -223,6 +272,8 @@ def run(
     sample_interval: str | int | None = None,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
     benefit: bool = False,
+    progress: Callable[[int, int], object] | None = None,
+    max_trace_bytes: int | None = None,
     **overrides: Any,
 ) -> Result:
     """Simulate a scenario.
@@ -245,6 +296,12 @@ def run(
 
     ``benefit=True`` also runs plain TCP on each path alone and adds ``aggregation_benefit``
     and ``baselines`` to the summary (see :mod:`mpsched.benefit`).
+
+    ``progress(simulated_ns, events)`` is called about ten times a second of wall time. Ctrl-C
+    stops the run within a fraction of a second: the traces so far are flushed, the summary
+    (marked ``interrupted_at_s``) written, and :class:`RunInterrupted` raised with the partial
+    result. With ``max_trace_bytes`` the run stops with :class:`ScenarioError` once the
+    streamed traces reach that many bytes (uncompressed), before they fill a disk.
     """
     start = time.perf_counter()
     py_scheduler: object | None = None
@@ -276,15 +333,20 @@ def run(
         except OSError as exc:
             raise ScenarioError(f"out {out_dir}: cannot write: {exc.strerror or exc}") from None
         if traced:
-            sink = _traces.ParquetSink(out_dir)
+            sink = _traces.ParquetSink(out_dir, max_bytes=max_trace_bytes)
     extra: dict[str, Any] = {} if py_scheduler is None else {"scheduler": py_scheduler}
+    stop = _Interrupt()
+    extra["progress"] = stop.watching(progress)
     if traced:
         extra["sample_interval_ns"] = interval_ns
         if sink is not None:
             extra["sink"] = sink
             extra["chunk_rows"] = chunk_rows
     try:
-        summary_json, columns = native().run(json.dumps(config), traced, **extra)
+        with stop.installed():
+            summary_json, columns = native().run(json.dumps(config), traced, **extra)
+    except ScenarioError:
+        raise  # from the sink (a limit): already one line naming the setting
     except ValueError as exc:
         raise ScenarioError(" ".join(str(exc).split())) from None
     except OSError as exc:  # from the sink: the output directory
@@ -305,10 +367,13 @@ def run(
     if out_dir is not None:
         _traces.write_json(out_dir / "summary.json", summary)
         _traces.write_json(out_dir / "scenario.json", config)
-    return Result(
+    result = Result(
         summary=summary,
         scenario=config,
         loop_wall_s=float(loop_wall_s) if isinstance(loop_wall_s, int | float) else None,
         traces=traces,
         out=out_dir,
     )
+    if summary.get("interrupted_at_s") is not None:
+        raise RunInterrupted(result)
+    return result

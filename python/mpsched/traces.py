@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mpsched import contract
+from mpsched.errors import ScenarioError
 
 if TYPE_CHECKING:  # imported when used, so that `import mpsched` stays fast
     import numpy as np
@@ -149,6 +150,10 @@ def table_from_columns(columns: Mapping[str, ColumnData]) -> pa.Table:
     return pa.table(arrays)
 
 
+class TraceLimitError(ScenarioError):
+    """The streamed traces reached their size limit."""
+
+
 class ParquetSink:
     """Receives the native module's trace chunks and appends each as a row group to
     ``DIR/TABLE.parquet``, so that memory stays flat however long the run.
@@ -157,16 +162,26 @@ class ParquetSink:
     that had no rows, so that a run directory always holds all tables.
     """
 
-    def __init__(self, out: Path) -> None:
+    def __init__(self, out: Path, *, max_bytes: int | None = None) -> None:
         self.out = out
         self.writers: dict[str, pq.ParquetWriter] = {}
         self.rows: dict[str, int] = {}
         self.chunks: dict[str, int] = {}
+        self.max_bytes = max_bytes
+        self.bytes = 0
 
     def __call__(self, table: str, columns: Mapping[str, ColumnData]) -> None:
         import pyarrow.parquet as pq
 
         data = table_from_columns(columns)
+        # Counted before writing, uncompressed: Parquet's pages are smaller, never larger.
+        self.bytes += data.nbytes
+        if self.max_bytes is not None and self.bytes > self.max_bytes:
+            raise TraceLimitError(
+                f"traces: more than {self.max_bytes:,} bytes (max_trace_size); the run stopped "
+                f"with {self.rows.get('segments', 0):,} segments written. Raise the limit, "
+                "trace less (--sample-interval), or run with --no-traces"
+            )
         writer = self.writers.get(table)
         if writer is None:
             writer = pq.ParquetWriter(self.out / f"{table}.parquet", data.schema)

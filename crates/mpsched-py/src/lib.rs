@@ -65,8 +65,14 @@ fn panic_message(panic: Box<dyn std::any::Any + Send>) -> PyErr {
 /// `{table: {column: (dtype, data)}}`. With a `sink`, tables are streamed instead: the sink is
 /// called as `sink(table, columns)` every `chunk_rows` rows, and the traces returned are None.
 /// `scheduler`, a Python object with `next(ctx)`, replaces the scenario's scheduler.
+///
+/// About ten times a second of wall time the run checks for signals (Ctrl-C) and calls
+/// `progress(simulated_ns, events)`; a signal or an exception from `progress` or the sink stops
+/// the run there. A signal ends it with the summary of the run so far (`interrupted_at_s`); an
+/// exception is raised.
 #[pyfunction]
-#[pyo3(signature = (config_json, trace=false, sink=None, sample_interval_ns=10_000_000, chunk_rows=65_536, scheduler=None))]
+#[pyo3(signature = (config_json, trace=false, sink=None, sample_interval_ns=10_000_000, chunk_rows=65_536, scheduler=None, progress=None))]
+#[allow(clippy::too_many_arguments)]
 fn run<'py>(
     py: Python<'py>,
     config_json: &str,
@@ -75,6 +81,7 @@ fn run<'py>(
     sample_interval_ns: u64,
     chunk_rows: usize,
     scheduler: Option<Bound<'py, PyAny>>,
+    progress: Option<Bound<'py, PyAny>>,
 ) -> PyResult<(String, Option<Bound<'py, PyDict>>)> {
     let interval = mpsched_core::Dur(sample_interval_ns.max(1));
     let pysched = match scheduler {
@@ -82,11 +89,17 @@ fn run<'py>(
         None => None,
     };
     let sched_error = pysched.as_ref().map(|s| s.error.clone());
+    let mut watcher = Watcher::new(progress.map(Bound::unbind));
     if !trace && pysched.is_none() {
         let json = config_json.to_owned();
-        let result = py.allow_threads(move || {
+        let result = py.allow_threads(|| {
             catch_unwind(AssertUnwindSafe(|| {
-                mpsched_sim::simulation_from_json(&json, false, None).map(|s| s.run())
+                mpsched_sim::simulation_from_json(&json, false, None).map(|s| {
+                    // Without the GIL: take it only to look at the signals and report.
+                    s.run_watched(&mut |now, events| {
+                        !watcher.due() || Python::with_gil(|py| watcher.check(py, now, events))
+                    })
+                })
             }))
         });
         let out = match result {
@@ -94,6 +107,7 @@ fn run<'py>(
             Ok(Err(msg)) => return Err(PyValueError::new_err(msg)),
             Err(panic) => return Err(panic_message(panic)),
         };
+        watcher.raise()?;
         return Ok((serde_json_string(&out.summary)?, None));
     }
     // The GIL stays held: the sink or the scheduler is Python.
@@ -107,6 +121,8 @@ fn run<'py>(
     } else {
         usize::MAX
     };
+    // A sink that failed (a full disk, a trace-size limit) stops the run at the next watch.
+    let sink_failed = std::cell::Cell::new(false);
     let mut on_chunk = |chunk: Chunk| {
         if error.is_some() || chunk.rows() == 0 {
             return;
@@ -117,13 +133,17 @@ fn run<'py>(
         });
         if let Err(e) = res {
             error = Some(e);
+            sink_failed.set(true);
         }
+    };
+    let mut watch = |now: mpsched_core::Time, events: u64| {
+        !sink_failed.get() && (!watcher.due() || watcher.check(py, now, events))
     };
     let result = catch_unwind(AssertUnwindSafe(|| {
         if trace {
-            sim.run_streaming(interval, rows, &mut on_chunk)
+            sim.run_streaming_watched(interval, rows, &mut on_chunk, &mut watch)
         } else {
-            sim.run().summary
+            sim.run_watched(&mut watch).summary
         }
     }));
     let summary = match result {
@@ -136,12 +156,64 @@ fn run<'py>(
     if let Some(e) = error {
         return Err(e);
     }
+    watcher.raise()?;
     let traces = if trace && sink.is_none() {
         Some(collected)
     } else {
         None
     };
     Ok((serde_json_string(&summary)?, traces))
+}
+
+/// Looks at the signals and reports progress about ten times a second of wall time.
+struct Watcher {
+    progress: Option<Py<PyAny>>,
+    last: std::time::Instant,
+    /// An exception from the progress callback, raised once the run has stopped.
+    error: Option<PyErr>,
+}
+
+impl Watcher {
+    const PERIOD: std::time::Duration = std::time::Duration::from_millis(100);
+
+    fn new(progress: Option<Py<PyAny>>) -> Watcher {
+        Watcher {
+            progress,
+            last: std::time::Instant::now(),
+            error: None,
+        }
+    }
+
+    /// Whether a check is due (cheap: no GIL).
+    fn due(&mut self) -> bool {
+        if self.last.elapsed() < Self::PERIOD {
+            return false;
+        }
+        self.last = std::time::Instant::now();
+        true
+    }
+
+    /// Signals, then progress; whether the run goes on.
+    fn check(&mut self, py: Python<'_>, now: mpsched_core::Time, events: u64) -> bool {
+        // A signal's handler raised (Ctrl-C): the run stops and returns what it has, its
+        // summary marked with where it stopped.
+        if py.check_signals().is_err() {
+            return false;
+        }
+        if let Some(f) = &self.progress {
+            if let Err(e) = f.call1(py, (now.as_nanos(), events)) {
+                if !e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+                    self.error = Some(e);
+                }
+                return false;
+            }
+        }
+        true
+    }
+
+    fn raise(&mut self) -> PyResult<()> {
+        self.error.take().map_or(Ok(()), Err)
+    }
 }
 
 fn serde_json_string(s: &mpsched_sim::Summary) -> PyResult<String> {

@@ -198,9 +198,9 @@ mod tests {
     /// The summary's serialized keys are exactly the declared fields, in order.
     #[test]
     fn the_summary_serializes_its_declared_fields() {
-        let mut cfg = crate::build::stms_lab(100_000_000, 1_000_000_000);
+        let mut cfg = crate::build::stms_lab(100_000_000, 10_000_000_000);
         cfg.workload = crate::config::Workload::Rate {
-            rate_bps: 1_000_000,
+            rate_bps: 20_000_000,
             block_bytes: 10_000,
             warmup_ns: 0,
         };
@@ -213,7 +213,14 @@ mod tests {
             size_bytes: Some(10_000),
             paths: vec![0],
         }];
-        let out = crate::Simulation::new(cfg, false).unwrap().run();
+        // Stopped part-way, so that the interruption's field is there too.
+        let mut watched = 0;
+        let out = crate::Simulation::new(cfg, false)
+            .unwrap()
+            .run_watched(&mut |_, _| {
+                watched += 1;
+                watched < 2
+            });
         let v: serde_json::Value = serde_json::to_value(&out.summary).unwrap();
         let keys = |v: &serde_json::Value| -> Vec<String> {
             v.as_object().unwrap().keys().cloned().collect()

@@ -60,7 +60,16 @@ pub struct Simulation {
     processed: u64,
     sample_interval: Option<Dur>,
     sampled: bool,
+    /// The watcher stopped the run at `now`.
+    interrupted: bool,
 }
+
+/// Called every `WATCH_EVERY` events with the simulated time and the events so far; returns
+/// whether to go on (a caller's Ctrl-C, a progress bar, a limit on the traces' size).
+pub type Watch<'a> = dyn FnMut(Time, u64) -> bool + 'a;
+
+/// Often enough to stop within a few milliseconds of wall time, rarely enough to cost nothing.
+pub const WATCH_EVERY: u64 = 16_384;
 
 impl Simulation {
     pub fn new(cfg: Config, trace: bool) -> Result<Simulation, String> {
@@ -186,14 +195,21 @@ impl Simulation {
             processed: 0,
             sample_interval: None,
             sampled: false,
+            interrupted: false,
         })
     }
 
     /// Runs to the end of the scenario (its duration, or the file's last byte delivered),
     /// keeping any traces of the main connection in memory.
-    pub fn run(mut self) -> RunOutput {
+    pub fn run(self) -> RunOutput {
+        self.run_watched(&mut |_, _| true)
+    }
+
+    /// `run`, with `watch` called every `WATCH_EVERY` events: when it returns false the run
+    /// stops there, and the summary is of what happened so far (`interrupted_at_s`).
+    pub fn run_watched(mut self, watch: &mut Watch) -> RunOutput {
         let wall = std::time::Instant::now();
-        self.run_loop(&mut |_: &mut Simulation| {});
+        self.run_loop(&mut |_: &mut Simulation| {}, watch);
         let summary = self.summary(wall.elapsed().as_secs_f64());
         let main = &mut self.conns[0];
         main.server.finish_trace();
@@ -210,28 +226,42 @@ impl Simulation {
     /// Runs to the end, sampling every subflow and the main connection every
     /// `sample_interval` and handing the traces to `sink` in chunks of about `chunk_rows` rows.
     pub fn run_streaming(
+        self,
+        sample_interval: Dur,
+        chunk_rows: usize,
+        sink: &mut Sink,
+    ) -> Summary {
+        self.run_streaming_watched(sample_interval, chunk_rows, sink, &mut |_, _| true)
+    }
+
+    /// `run_streaming`, watched as `run_watched` is; the traces up to the stop are flushed.
+    pub fn run_streaming_watched(
         mut self,
         sample_interval: Dur,
         chunk_rows: usize,
         sink: &mut Sink,
+        watch: &mut Watch,
     ) -> Summary {
         let wall = std::time::Instant::now();
         let mut tracer = Tracer::new(chunk_rows);
         self.sample_interval = Some(sample_interval.max(Dur(1)));
         self.schedule(Component::Sampler, Time::ZERO);
         let mut ticks = 0u32;
-        self.run_loop(&mut |sim: &mut Simulation| {
-            let main = &mut sim.conns[0];
-            if sim.sampled {
-                sim.sampled = false;
-                tracer.sample(sim.now, &main.server, &main.client, &sim.links);
-            }
-            ticks += 1;
-            if ticks >= 1024 {
-                ticks = 0;
-                tracer.flush(&mut main.server, &mut main.client, false, sink);
-            }
-        });
+        self.run_loop(
+            &mut |sim: &mut Simulation| {
+                let main = &mut sim.conns[0];
+                if sim.sampled {
+                    sim.sampled = false;
+                    tracer.sample(sim.now, &main.server, &main.client, &sim.links);
+                }
+                ticks += 1;
+                if ticks >= 1024 {
+                    ticks = 0;
+                    tracer.flush(&mut main.server, &mut main.client, false, sink);
+                }
+            },
+            watch,
+        );
         let main = &mut self.conns[0];
         main.server.finish_trace();
         tracer.flush(&mut main.server, &mut main.client, true, sink);
@@ -242,7 +272,8 @@ impl Simulation {
         self.events.schedule(self.ids.id(c), t);
     }
 
-    fn run_loop(&mut self, after_event: &mut dyn FnMut(&mut Simulation)) {
+    fn run_loop(&mut self, after_event: &mut dyn FnMut(&mut Simulation), watch: &mut Watch) {
+        let mut until_watch = WATCH_EVERY;
         while let Some((t, id)) = self.events.pop() {
             if t > self.end {
                 break;
@@ -279,6 +310,14 @@ impl Simulation {
             if self.files_pending == 0 {
                 break;
             }
+            until_watch -= 1;
+            if until_watch == 0 {
+                until_watch = WATCH_EVERY;
+                if !watch(self.now, self.processed) {
+                    self.interrupted = true;
+                    break;
+                }
+            }
         }
     }
 
@@ -305,19 +344,23 @@ impl Simulation {
     }
 
     fn summary(&self, wall_s: f64) -> Summary {
-        let main_end = self.conns[0].client.complete_at().unwrap_or(self.end);
-        // The run stops when the last file is in, or at its duration.
+        // The run stops when the last file is in, at its duration, or when interrupted.
+        let end = if self.interrupted { self.now } else { self.end };
+        let main_end = self.conns[0].client.complete_at().unwrap_or(end);
         let run_end = if self.files_pending == 0 {
             self.now
         } else {
-            self.end
+            end
         };
         summary::build(
             &self.cfg,
             &self.conns,
             self.app.as_ref(),
-            main_end,
-            run_end,
+            summary::Ends {
+                main: main_end,
+                run: run_end,
+                interrupted: self.interrupted.then_some(self.now),
+            },
             self.processed,
             wall_s,
         )
@@ -421,4 +464,39 @@ impl Simulation {
 /// When a change applies, in the run's time.
 fn at(c: &PathChange) -> Time {
     Time::ZERO + c.at
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::build::{stms_lab, MS, S};
+    use crate::Simulation;
+
+    #[test]
+    fn a_watcher_stops_the_run_where_it_says_and_the_summary_is_of_the_run_so_far() {
+        let full = Simulation::new(stms_lab(100 * MS, 10 * S), false)
+            .unwrap()
+            .run()
+            .summary;
+        assert!(full.interrupted_at_s.is_none());
+        let mut stop_at = None;
+        let part = Simulation::new(stms_lab(100 * MS, 10 * S), false)
+            .unwrap()
+            .run_watched(&mut |now, _| {
+                if now.as_secs_f64() >= 2.0 {
+                    stop_at = Some(now);
+                    return false;
+                }
+                true
+            })
+            .summary;
+        let at = stop_at.unwrap().as_secs_f64();
+        assert_eq!(part.interrupted_at_s, Some(at));
+        // Within a watch period (16,384 events: half a second here) of 2 s, and the figures
+        // are of those seconds.
+        assert!((2.0..3.0).contains(&at), "{at}");
+        assert_eq!(part.duration_s, at);
+        assert!(part.bytes_delivered < full.bytes_delivered / 3);
+        let rate = part.bytes_delivered as f64 * 8.0 / at / 1e6;
+        assert!((part.goodput_mbps - rate).abs() < 1e-9);
+    }
 }

@@ -130,6 +130,10 @@ described_struct! {
         /// When the worst block was written.
         #[serde(skip_serializing_if = "Option::is_none")]
         block_worst_at_s: Option<f64> = ["s", "when the worst block was written"],
+        #[serde(skip_serializing_if = "Option::is_none")]
+        interrupted_at_s: Option<f64> = ["s",
+            "the run was stopped (Ctrl-C, a limit) at this simulated time: every figure is of \
+             the run so far (absent: it ran to its end)"],
     }
 }
 
@@ -218,15 +222,27 @@ fn flow_summary(cfg: &Config, k: usize, conn: &Conn, run_end: Time) -> FlowSumma
 
 /// The summary of the main connection (`conns[0]`), which ended at `end`, and, with
 /// competing flows, of every connection by the end of the run.
+/// When a run's figures end: the main connection's, the whole run's, and where it was
+/// stopped if it was.
+pub struct Ends {
+    pub main: Time,
+    pub run: Time,
+    pub interrupted: Option<Time>,
+}
+
 pub fn build(
     cfg: &Config,
     conns: &[Conn],
     app: Option<&App>,
-    end: Time,
-    run_end: Time,
+    ends: Ends,
     events: u64,
     wall_s: f64,
 ) -> Summary {
+    let Ends {
+        main: end,
+        run: run_end,
+        interrupted: interrupted_at,
+    } = ends;
     let Conn {
         server,
         client,
@@ -349,5 +365,6 @@ pub fn build(
         }),
         blocks_delivered: app.map(|a| a.delays.count()),
         block_worst_at_s: app.and_then(|a| a.worst).map(|(_, t)| t.as_secs_f64()),
+        interrupted_at_s: interrupted_at.map(|t| t.as_secs_f64()),
     }
 }

@@ -126,7 +126,7 @@ _SHOWN = frozenset(
         "bytes_delivered", "completion_s", "ooo_delay_ms", "data_ack_step_segments",
         "reinjections", "opportunistic_retransmits", "penalizations", "block_delay_ms",
         "blocks_delivered", "block_delay_increase", "flows", "mean_flow_completion_s",
-        "unfinished_flows", "events", "wall_s", "subflows",
+        "unfinished_flows", "events", "wall_s", "subflows", "interrupted_at_s",
     }
 )  # fmt: skip
 _LEFT_TO_JSON = frozenset(
@@ -165,7 +165,8 @@ def print_summary(result: Result, console: Console) -> None:
         "scenario",
         f"{s.get('protocol', '?')}, scheduler {s.get('scheduler', '?')}, "
         f"{s.get('congestion', '?')}, seed {s.get('seed', '?')}, "
-        f"{_num(s.get('simulated_s', s.get('duration_s')), 'g', 's')} simulated",
+        f"{_num(s.get('simulated_s', s.get('duration_s')), 'g', 's')} simulated"
+        + ("" if s.get("interrupted_at_s") is None else " (interrupted: the run so far)"),
     )
     delivered = s.get("bytes_delivered")
     flows = [f for f in s.get("flows") or [] if isinstance(f, dict)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import click
@@ -10,10 +11,11 @@ from rich.console import Console
 
 from .. import api
 from ..errors import ScenarioError
-from ..scenario import load, parse_set
+from ..scenario import load, parse_set, to_native
 from ..traces import TABLES
-from ..units import UnitError, parse_duration
+from ..units import UnitError, parse_duration, parse_size
 from .options import json_option, set_option
+from .progress import RunProgress
 from .render import print_summary
 
 __all__ = ["run_command"]
@@ -44,6 +46,14 @@ __all__ = ["run_command"]
     is_flag=True,
     help="Also run plain TCP on each path alone and report the aggregation benefit.",
 )
+@click.option(
+    "--max-trace-size",
+    default="4GB",
+    show_default=True,
+    metavar="SIZE",
+    help="With --out, stop with an error once the traces reach SIZE (before a disk fills).",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress on long runs.")
 def run_command(
     file: str | None,
     scheduler: str | None,
@@ -54,6 +64,8 @@ def run_command(
     sample_interval: str,
     no_traces: bool,
     benefit: bool,
+    max_trace_size: str,
+    quiet: bool,
 ) -> None:
     """Simulate the scenario FILE (default: the STMS lab set-up) and print a summary."""
     overrides = parse_set(sets)
@@ -68,18 +80,41 @@ def run_command(
         raise ScenarioError(f"--sample-interval: {exc}") from None
     if interval <= 0:
         raise ScenarioError(f"--sample-interval: must be > 0, got {sample_interval!r}")
+    try:
+        max_trace_bytes = parse_size(max_trace_size)
+    except UnitError as exc:
+        raise ScenarioError(f"--max-trace-size: {exc}") from None
     if out is not None:
         try:
             out.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise ScenarioError(f"--out {out}: cannot write: {exc.strerror or exc}") from None
-    result = api.run(
-        model,
-        out=out,
-        trace=out is not None and not no_traces,
-        sample_interval=interval,
-        benefit=benefit,
-    )
+    progress = None if quiet else RunProgress(to_native(model)["duration_ns"])
+    try:
+        result = api.run(
+            model,
+            out=out,
+            trace=out is not None and not no_traces,
+            sample_interval=interval,
+            benefit=benefit,
+            progress=progress,
+            max_trace_bytes=max_trace_bytes,
+        )
+    except api.RunInterrupted as stop:
+        if progress is not None:
+            progress.close()
+        _report(stop.result, out, no_traces, as_json)
+        at = stop.result.summary.get("interrupted_at_s")
+        where = f"; the run so far is in {out}" if out is not None else ""
+        click.echo(f"interrupted at {at:.3f} s simulated{where}", err=True)
+        sys.exit(130)
+    finally:
+        if progress is not None:
+            progress.close()
+    _report(result, out, no_traces, as_json)
+
+
+def _report(result: api.Result, out: Path | None, no_traces: bool, as_json: bool) -> None:
     if out is not None:
         names = ["summary.json", "scenario.json"]
         if not no_traces:
