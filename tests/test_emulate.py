@@ -28,7 +28,7 @@ from mpsched.testbed import (
     calibrate,
     client_addr,
     emulate,
-    emulator_binary,
+    emulator_command,
     leftovers,
     load_target,
     missing_capabilities,
@@ -226,9 +226,16 @@ def test_unknown_kernel_scheduler_is_refused() -> None:
 # --- the link emulator, measured ---
 
 
-@needs_testbed
-def test_emulator_builds() -> None:
-    assert emulator_binary().exists()
+def test_the_emulator_comes_with_the_package(tmp_path: Path) -> None:
+    """No source tree or toolchain needed: the native module runs it; a bad configuration is
+    refused with a message and exit code 2, as the binary refuses it."""
+    bad = tmp_path / "emu.json"
+    bad.write_text("{}")
+    proc = subprocess.run(
+        [*emulator_command(), str(bad)], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "mpsched-emu: emulator config" in proc.stderr
 
 
 @needs_testbed

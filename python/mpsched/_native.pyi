@@ -22,6 +22,7 @@ __all__ = [
     "bench_event_queue",
     "bench_scenarios",
     "contract",
+    "emulator_main",
     "run",
     "schedulers",
 ]
@@ -58,6 +59,10 @@ def contract() -> str:
     ``loss_recoveries``, ``workloads`` (name, description), ``records`` (``summary``,
     ``subflow``, ``flow``, ``quantiles``: their fields' name, type, nullable, unit, meaning)
     and ``traces`` (each table's name, meaning and columns)."""
+
+def emulator_main(config_path: str) -> None:
+    """Runs the link emulator (``mpsched-emu CONFIG``) as this process, and exits it (Linux
+    only). ``python -m mpsched.testbed.emulator CONFIG`` starts it as a process of its own."""
 
 def bench_event_queue(events: int = 5_000_000, pending: int = 1024) -> float:
     """Million push/pop pairs per second of a bare binary-heap event loop."""

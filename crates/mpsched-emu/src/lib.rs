@@ -34,6 +34,7 @@
 //! packet at its due time. Every release records its lateness (actual minus due time), and
 //! each thread its CPU time, reported when the emulator stops.
 
+pub mod app;
 pub mod config;
 pub mod engine;
 pub mod hist;

@@ -243,6 +243,14 @@ fn contract() -> String {
     mpsched_sim::contract::contract_json()
 }
 
+/// Runs the link emulator as this process (`mpsched-emu CONFIG`): it never returns. For a
+/// process of its own (`python -m mpsched.testbed.emulator CONFIG`).
+#[cfg(target_os = "linux")]
+#[pyfunction]
+fn emulator_main(py: Python<'_>, config_path: String) {
+    py.allow_threads(|| mpsched_emu::app::run(&["mpsched-emu".to_string(), config_path]))
+}
+
 /// Million push/pop pairs per second of a bare binary-heap event loop.
 #[pyfunction]
 #[pyo3(signature = (events=5_000_000, pending=1024))]
@@ -266,6 +274,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(schedulers, m)?)?;
     m.add_function(wrap_pyfunction!(contract, m)?)?;
+    #[cfg(target_os = "linux")]
+    m.add_function(wrap_pyfunction!(emulator_main, m)?)?;
     m.add_function(wrap_pyfunction!(bench_event_queue, m)?)?;
     m.add_function(wrap_pyfunction!(bench_scenarios, m)?)?;
     m.add_class::<pysched::PySubflowView>()?;

@@ -29,7 +29,7 @@ from .kernel import (
     kernel_schedulers,
     missing_capabilities,
 )
-from .netns import SERVER_ADDR, Testbed, client_addr, emulator_binary, leftovers, netns_inode
+from .netns import SERVER_ADDR, Testbed, client_addr, emulator_command, leftovers, netns_inode
 from .run import emulate
 
 __all__ = [
@@ -41,7 +41,7 @@ __all__ = [
     "check_kernel_support",
     "client_addr",
     "emulate",
-    "emulator_binary",
+    "emulator_command",
     "kernel_schedulers",
     "leftovers",
     "load_target",

@@ -4,7 +4,6 @@ emulator, built for one scenario and always torn down; and what a run may leave 
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import os
 import secrets
@@ -12,6 +11,7 @@ import select
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -26,7 +26,7 @@ __all__ = [
     "SERVER_ADDR",
     "Testbed",
     "client_addr",
-    "emulator_binary",
+    "emulator_command",
     "leftovers",
     "netns_inode",
     "read_line",
@@ -35,7 +35,6 @@ __all__ = [
 SERVER_ADDR = "10.20.0.1"
 PORT = 5201
 # The source tree (when installed from one), where `cargo` can build the emulator.
-ROOT = Path(__file__).resolve().parents[3]
 
 
 class Interrupted(KeyboardInterrupt):
@@ -46,31 +45,13 @@ def client_addr(path: int) -> str:
     return f"10.10.{path}.2"
 
 
-@functools.cache
-def emulator_binary() -> Path:
-    """The ``mpsched-emu`` executable: ``$MPSCHED_EMU``, else built from this source tree
-    (``cargo build --release -p mpsched-emu``), else on ``PATH``."""
+def emulator_command() -> list[str]:
+    """How to start the link emulator: ``$MPSCHED_EMU`` (an ``mpsched-emu`` binary) if set,
+    else the one built into the native module, run as a process of its own."""
     env = os.environ.get("MPSCHED_EMU")
     if env:
-        return Path(env)
-    built = ROOT / "target" / "release" / "mpsched-emu"
-    cargo = shutil.which("cargo")
-    if (ROOT / "crates" / "mpsched-emu").is_dir() and cargo:
-        proc = subprocess.run(
-            [cargo, "build", "--release", "-q", "-p", "mpsched-emu"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if proc.returncode != 0 and not built.exists():
-            raise TestbedError(f"cannot build mpsched-emu: {proc.stderr.strip()[-2000:]}")
-    if built.exists():
-        return built
-    found = shutil.which("mpsched-emu")
-    if found:
-        return Path(found)
-    raise TestbedError("mpsched-emu not found: set MPSCHED_EMU or build crates/mpsched-emu")
+        return [env]
+    return [sys.executable, "-m", "mpsched.testbed.emulator"]
 
 
 def netns_inode(name: str) -> int | None:
@@ -327,7 +308,7 @@ class Testbed:
         path.write_text(json.dumps(cfg))
         stderr = (self._tmp / "emulator.err").open("w")
         self.emulator = subprocess.Popen(
-            [str(emulator_binary()), str(path)],
+            [*emulator_command(), str(path)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=stderr,

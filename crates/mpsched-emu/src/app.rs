@@ -1,0 +1,175 @@
+//! The emulator's process: `mpsched-emu CONFIG.json` (this crate's binary), or the same started
+//! from the Python package (`python -m mpsched.testbed.emulator CONFIG.json`, through the
+//! native module), so that an installed wheel has the emulator without a source tree.
+//!
+//! Protocol on stdin/stdout (one line each, for the driver, `mpsched emulate`):
+//! - once the TUN devices exist, prints `{"ready": true, ...}`;
+//! - reads commands from stdin: `epoch NS` sets time zero of the scenario's schedules
+//!   (CLOCK_MONOTONIC nanoseconds), `stop` (or the end of stdin, SIGINT, SIGTERM, SIGHUP)
+//!   stops the links;
+//! - then prints the report (`{"report": ...}`) and exits; the TUN devices vanish with it.
+
+use crate::config::{EmuConfig, Threads};
+use crate::engine::{self, Port, Shared, WorkerReport};
+use crate::hist::{Hist, Lateness};
+use crate::sys;
+use serde::Serialize;
+use std::io::{BufRead, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+#[derive(Serialize)]
+struct Report {
+    wall_s: f64,
+    /// Process CPU time, the kernel's work in the emulator's write() calls included (a TUN
+    /// write runs the receiving stack in the writer's context).
+    user_s: f64,
+    sys_s: f64,
+    cpu_percent: f64,
+    spin_us: u64,
+    threads: Vec<WorkerReport>,
+    lateness: Lateness,
+}
+
+fn fail(msg: String) -> ! {
+    eprintln!("mpsched-emu: {msg}");
+    std::process::exit(2);
+}
+
+/// Runs the emulator with `args` as a command line (`args[0]` the program's name); exits the
+/// process when done.
+pub fn run(args: &[String]) -> ! {
+    if args.len() != 2 || args[1].starts_with('-') {
+        eprintln!("usage: mpsched-emu CONFIG.json");
+        std::process::exit(2);
+    }
+    let text =
+        std::fs::read_to_string(&args[1]).unwrap_or_else(|e| fail(format!("{}: {e}", args[1])));
+    let cfg = EmuConfig::from_json(&text).unwrap_or_else(|e| fail(e));
+    let seed = cfg.scenario().unwrap_or_else(|e| fail(e)).seed;
+    let plans = cfg.links().unwrap_or_else(|e| fail(e));
+
+    // The TUN devices: per path one in the client's namespace, one in the server's.
+    let mut fds: Vec<(OwnedFd, OwnedFd)> = vec![];
+    for d in &cfg.devices {
+        let c = sys::open_tun(&d.client_ns, &d.client_dev).unwrap_or_else(|e| fail(e.to_string()));
+        let s = sys::open_tun(&d.server_ns, &d.server_dev).unwrap_or_else(|e| fail(e.to_string()));
+        fds.push((c, s));
+    }
+    let mut down = vec![];
+    let mut up = vec![];
+    for plan in plans {
+        let (c, s) = (&fds[plan.path].0, &fds[plan.path].1);
+        if plan.down {
+            let mut port = Port::new(plan, seed, s.as_raw_fd(), c.as_raw_fd());
+            if cfg.header_trace > 0 {
+                port.trace_headers(cfg.header_trace);
+            }
+            down.push(port);
+        } else {
+            let mut port = Port::new(plan, seed, c.as_raw_fd(), s.as_raw_fd());
+            if cfg.header_trace > 0 {
+                port.trace_headers(cfg.header_trace);
+            }
+            up.push(port);
+        }
+    }
+    let groups = match cfg.threads {
+        Threads::PerDirection => vec![down, up],
+        Threads::Single => vec![down.into_iter().chain(up).collect()],
+    };
+
+    sys::install_stop_handlers();
+    sys::block_stop_signals(true);
+    let shared = Arc::new(Shared::new());
+    let spin_ns = cfg.spin_us * 1000;
+    let rt = cfg.rt_priority;
+    let workers: Vec<_> = groups
+        .into_iter()
+        .enumerate()
+        .map(|(i, ports)| {
+            let shared = Arc::clone(&shared);
+            std::thread::Builder::new()
+                .name(format!("link-{i}"))
+                .spawn(move || {
+                    if let Err(e) = sys::tune_thread(rt) {
+                        eprintln!("mpsched-emu: thread tuning (rt_priority {rt}): {e}");
+                    }
+                    engine::run(ports, &shared, spin_ns)
+                })
+                .unwrap_or_else(|e| fail(format!("cannot start a thread: {e}")))
+        })
+        .collect();
+    sys::block_stop_signals(false);
+    let start = sys::now_ns();
+    let (u0, s0) = sys::cpu_times(false);
+
+    let mut out = std::io::stdout().lock();
+    let ready = serde_json::json!({
+        "ready": true,
+        "pid": std::process::id(),
+        "devices": cfg.devices.len() * 2,
+        "links": fds.len() * 2,
+    });
+    let _ = writeln!(out, "{ready}");
+    let _ = out.flush();
+
+    // Commands, until stop.
+    let stdin = std::io::stdin();
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if sys::STOP.load(Ordering::SeqCst) {
+            break;
+        }
+        match stdin.lock().read_line(&mut line) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        }
+        let mut words = line.split_whitespace();
+        match (words.next(), words.next()) {
+            (Some("epoch"), Some(n)) => match n.parse::<u64>() {
+                Ok(ns) if ns > 0 => shared.epoch.store(ns, Ordering::SeqCst),
+                _ => eprintln!("mpsched-emu: bad epoch {n:?}"),
+            },
+            (Some("stop"), _) => break,
+            (None, _) => {}
+            (Some(other), _) => eprintln!("mpsched-emu: unknown command {other:?}"),
+        }
+    }
+    shared.stop.store(true, Ordering::SeqCst);
+    let mut threads = vec![];
+    for w in workers {
+        match w.join() {
+            Ok(Ok(r)) => threads.push(r),
+            Ok(Err(e)) => fail(format!("link thread: {e}")),
+            Err(_) => fail("link thread panicked".into()),
+        }
+    }
+    let wall_s = (sys::now_ns() - start) as f64 * 1e-9;
+    let (u1, s1) = sys::cpu_times(false);
+    let mut all = Hist::default();
+    for t in &threads {
+        all.merge(&t.hist);
+    }
+    let report = Report {
+        wall_s,
+        user_s: u1 - u0,
+        sys_s: s1 - s0,
+        cpu_percent: if wall_s > 0.0 {
+            100.0 * (u1 - u0 + s1 - s0) / wall_s
+        } else {
+            0.0
+        },
+        spin_us: cfg.spin_us,
+        threads,
+        lateness: all.summary(),
+    };
+    let _ = writeln!(out, "{}", serde_json::json!({ "report": report }));
+    let _ = out.flush();
+    drop(fds);
+    std::process::exit(0)
+}
