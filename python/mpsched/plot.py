@@ -3,7 +3,7 @@
 :func:`plot_run` draws every plot that applies to one run (PNG files and an ``index.html``
 that shows them all); :func:`compare_runs` draws the same quantities for several runs on one
 set of axes, one colour per run (and one line style per subflow), as the papers compare
-schedulers. Needs matplotlib (``pip install 'mpsched[plot]'``); drawing uses the Agg backend
+schedulers. Uses matplotlib (a dependency of the package); drawing uses the Agg backend
 and never opens a window.
 
 Each plot is a function ``(runs, labels) -> Figure | None`` in :data:`PLOTS`; it returns None
@@ -59,7 +59,7 @@ def _matplotlib() -> Any:
         import matplotlib
     except ImportError:
         raise RuntimeError(
-            "plotting needs matplotlib: pip install 'mpsched[plot]' (or matplotlib)"
+            "plotting needs matplotlib, which `pip install .` installs: pip install matplotlib"
         ) from None
     matplotlib.use("Agg", force=True)
     return matplotlib
