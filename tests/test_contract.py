@@ -147,3 +147,17 @@ def test_the_stub_classes_have_exactly_the_runtime_attributes() -> None:
         assert stub == runtime, (
             f"{node.name}: stub only {stub - runtime}, runtime only {runtime - stub}"
         )
+
+
+def test_a_scheduler_duration_needs_its_unit() -> None:
+    """`adjust_interval = 60` is not read as seconds: the core refuses a bare duration, and
+    the message names the key as the user wrote it."""
+    from mpsched.errors import ScenarioError
+
+    with pytest.raises(
+        ScenarioError,
+        match=r"connection\.scheduler_params\.adjust_interval: a duration needs its unit",
+    ):
+        mpsched.run(
+            scheduler="stms-a", duration="1s", **{"connection.scheduler_params.adjust_interval": 60}
+        )

@@ -306,7 +306,17 @@ def test_set_values_are_toml_when_they_parse() -> None:
         ({"path.wifi.queue": "-1pkt"}, "path[0].queue ('wifi'): queue must be >= 0"),
         ({"path.wifi.delay_up": "-1ms"}, "path[0].delay_up ('wifi'): delay_up must be >= 0"),
         ({"connection.sndbuf": "6MB6"}, "connection.sndbuf: bad size '6MB6'"),
-        ({"connection.rcvbuf": 0}, "connection.rcvbuf: rcvbuf must be > 0, got 0"),
+        ({"connection.rcvbuf": "0B"}, "connection.rcvbuf: rcvbuf must be > 0, got '0B'"),
+        ({"connection.rcvbuf": 0}, "connection.rcvbuf: bad size 0: missing unit (use B, KB"),
+        (
+            {"connection.rcvbuf": "1000B"},
+            "connection.rcvbuf: 1KB is less than one segment (1448 bytes)",
+        ),
+        (
+            {"connection.sndbuf": "1KB"},
+            "connection.sndbuf: 1KB is less than one segment (1448 bytes)",
+        ),
+        ({"path.wifi.queue": 50}, "path[0].queue ('wifi'): bad queue limit 50: missing unit"),
         ({"connection.rcvbuf_initial": "0B"}, "connection.rcvbuf_initial: rcvbuf_initial must"),
         ({"connection.rcvbuf_autotune": "yes"}, "connection.rcvbuf_autotune: rcvbuf_autotune must"),
         ({"connection.window_ratio": 0}, "connection.window_ratio: window_ratio must be in (0, 1]"),

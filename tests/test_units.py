@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from mpsched.units import (
@@ -46,8 +48,7 @@ def test_durations(text: str, ns: int) -> None:
         ("1.5MB", 1_500_000),
         ("1GB", 10**9),
         ("4KiB", 4096),
-        (1500, 1500),
-        ("1500", 1500),
+        ("30 KB", 30_000),
     ],
 )
 def test_sizes(text: str | int, size: int) -> None:
@@ -74,7 +75,6 @@ def test_rates(text: str, bps: int) -> None:
     ("text", "limit"),
     [
         ("30KB", QueueLimit("bytes", 30_000)),
-        (15000, QueueLimit("bytes", 15_000)),
         ("100pkt", QueueLimit("packets", 100)),
         ("100 packets", QueueLimit("packets", 100)),
         ("50ms", QueueLimit("time_ns", 50_000_000)),
@@ -119,3 +119,27 @@ def test_formatting() -> None:
     assert format_bytes(30_000) == "30KB"
     assert format_rate(30_000_000) == "30Mbps"
     assert str(QueueLimit("packets", 100)) == "100pkt"
+
+
+@pytest.mark.parametrize(
+    ("parse", "value", "message"),
+    [
+        (parse_size, 1500, "bad size 1500: missing unit (use B, KB"),
+        (parse_size, "1500", "missing unit"),
+        (parse_size, "50mb", "did you mean 'MB'?"),
+        (parse_rate, "30mbps", "did you mean 'Mbps'?"),
+        (parse_rate, 30, "missing unit"),
+        (parse_duration, 60, "missing unit"),
+        (parse_duration, "20MS", "did you mean 'ms'?"),
+        (parse_queue, 50, "bad queue limit 50: missing unit (use a size such as 30KB"),
+    ],
+)
+def test_a_quantity_needs_its_unit_in_its_case(parse, value, message: str) -> None:
+    """Every size, rate and duration needs its unit; case carries meaning (m milli, M mega; b
+    bit, B byte), so a wrong case is an error that suggests the spelling meant."""
+    with pytest.raises(UnitError, match=re.escape(message)):
+        parse(value)
+
+
+def test_a_space_between_number_and_unit_is_accepted() -> None:
+    assert parse_rate("30 Mbps") == parse_rate("30Mbps") == 30_000_000

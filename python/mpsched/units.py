@@ -1,7 +1,15 @@
 """Parsing and formatting of the quantities used in scenario files.
 
-Every parser takes the value as written (a string such as ``"20ms"``, or a number where a bare
-number makes sense) and returns an integer in base units: nanoseconds, bytes or bits per second.
+Every parser takes the value as written and returns an integer in base units: nanoseconds,
+bytes or bits per second. The rules, the same for every key (scenario files, ``--set``, sweep
+files, flows, schedules, scheduler parameters):
+
+- every size, rate and duration needs its unit: a bare number is an error that lists the units;
+- a space between the number and the unit is allowed (``"30 Mbps"``);
+- units are case-sensitive as SI writes them, since case carries meaning (``m`` is milli,
+  ``M`` mega; ``b`` a bit, ``B`` a byte): ``"30mbps"`` or ``"50mb"`` are errors that suggest
+  the spelling meant. ``k`` and ``K`` both mean 10^3.
+
 A value that cannot be parsed raises :class:`UnitError` (a ``ValueError``) whose message quotes
 the value.
 """
@@ -64,9 +72,7 @@ _RATE_PREFIXES: dict[str, int] = {
     "k": 10**3,
     "K": 10**3,
     "M": 10**6,
-    "m": 10**6,
     "G": 10**9,
-    "g": 10**9,
     "T": 10**12,
 }
 _RATE_UNITS: dict[str, int] = {
@@ -132,6 +138,15 @@ def _scale(number: Fraction, factor: int) -> int:
     return round(number * factor)
 
 
+def _did_you_mean(unit: str, known: dict[str, int]) -> str:
+    """A case-insensitive match among the known units, as a hint."""
+    matches = sorted(k for k in known if k.lower() == unit.lower())
+    if not matches:
+        return ""
+    meant = " or ".join(repr(m) for m in matches)
+    return f"; did you mean {meant}? (case matters: m is milli, M mega; b a bit, B a byte)"
+
+
 def parse_duration(value: object) -> int:
     """Parse a duration ("60s", "20ms", "500us", "1.5s", "100ns", "2min") into nanoseconds."""
     number, unit = _split(value, "duration")
@@ -139,16 +154,24 @@ def parse_duration(value: object) -> int:
         raise UnitError(f"bad duration {value!r}: missing unit (use {_DURATION_HINT})")
     factor = _DURATION_UNITS.get(unit)
     if factor is None:
-        raise UnitError(f"bad duration {value!r}: unknown unit {unit!r} (use {_DURATION_HINT})")
+        raise UnitError(
+            f"bad duration {value!r}: unknown unit {unit!r} (use {_DURATION_HINT})"
+            + _did_you_mean(unit, _DURATION_UNITS)
+        )
     return _scale(number, factor)
 
 
 def parse_size(value: object) -> int:
-    """Parse a size in bytes: "30KB" (10^3), "6MiB" (2^20), "1500B", "1.5MB" or a plain integer."""
+    """Parse a size in bytes: "30KB" (10^3), "6MiB" (2^20), "1500B", "1.5MB"."""
     number, unit = _split(value, "size")
-    factor = 1 if unit is None else _SIZE_UNITS.get(unit)
+    if unit is None:
+        raise UnitError(f"bad size {value!r}: missing unit (use {_SIZE_HINT})")
+    factor = _SIZE_UNITS.get(unit)
     if factor is None:
-        raise UnitError(f"bad size {value!r}: unknown unit {unit!r} (use {_SIZE_HINT})")
+        raise UnitError(
+            f"bad size {value!r}: unknown unit {unit!r} (use {_SIZE_HINT})"
+            + _did_you_mean(unit, _SIZE_UNITS)
+        )
     scaled = number * factor
     if scaled.denominator != 1:
         raise UnitError(f"bad size {value!r}: not a whole number of bytes")
@@ -162,20 +185,28 @@ def parse_rate(value: object) -> int:
         raise UnitError(f"bad rate {value!r}: missing unit (use {_RATE_HINT})")
     factor = _RATE_UNITS.get(unit)
     if factor is None:
-        raise UnitError(f"bad rate {value!r}: unknown unit {unit!r} (use {_RATE_HINT})")
+        raise UnitError(
+            f"bad rate {value!r}: unknown unit {unit!r} (use {_RATE_HINT})"
+            + _did_you_mean(unit, _RATE_UNITS)
+        )
     return _scale(number, factor)
 
 
 def parse_queue(value: object) -> QueueLimit:
-    """Parse a queue limit: a size ("30KB", 15000), a packet count ("100pkt") or a time ("50ms")."""
+    """Parse a queue limit: a size ("30KB"), a packet count ("100pkt") or a time ("50ms")."""
     number, unit = _split(value, "queue limit")
+    if unit is None:
+        raise UnitError(
+            f"bad queue limit {value!r}: missing unit (use a size such as 30KB, a packet count "
+            "such as 100pkt, or a time such as 50ms)"
+        )
     if unit in _PACKET_UNITS:
         if number.denominator != 1:
             raise UnitError(f"bad queue limit {value!r}: not a whole number of packets")
         return QueueLimit("packets", int(number))
     if unit in _DURATION_UNITS:
         return QueueLimit("time_ns", parse_duration(value))
-    if unit is None or unit in _SIZE_UNITS:
+    if unit in _SIZE_UNITS:
         return QueueLimit("bytes", parse_size(value))
     raise UnitError(
         f"bad queue limit {value!r}: unknown unit {unit!r} "

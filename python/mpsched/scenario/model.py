@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .. import contract
-from ..units import format_duration
+from ..units import format_bytes, format_duration
 from .fields import (
     MAX_FLOWS,
     Count,
@@ -282,6 +282,14 @@ def _check(scenario: Scenario) -> None:
             f"(known: {', '.join(known_schedulers)})"
         )
 
+    for key in ("sndbuf", "rcvbuf", "rcvbuf_initial"):
+        value = getattr(connection, key)
+        if value < SEGMENT_BYTES:
+            raise ValueError(
+                f"connection.{key}: {format_bytes(value)} is less than one segment "
+                f"({SEGMENT_BYTES} bytes): nothing could be sent or received"
+            )
+
     workload = scenario.workload
     if workload.kind == "file" and workload.size is None:
         raise ValueError("workload.size: required when kind = 'file'")
@@ -350,6 +358,11 @@ def _check_flow(
             f"{where}.start: its last flow would start at {format_duration(last)}, "
             f"not before the end of the run ({format_duration(scenario.duration)})"
         )
+
+
+# A full segment's payload: a buffer below it leaves nothing to send or receive. (A queue
+# below one packet is meaningful: the link then buffers nothing beyond the packet it sends.)
+SEGMENT_BYTES = 1448
 
 
 def _check_path(index: int, path: PathSpec, duration: int) -> None:

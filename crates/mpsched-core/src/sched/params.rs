@@ -67,12 +67,14 @@ impl SchedParams {
         }
     }
 
-    /// A duration ("60ms", "1.5s", "200us", "100ns"; a bare number is seconds), if given.
+    /// A duration ("60ms", "1.5s", "200us", "100ns"), if given. A bare number is refused, as
+    /// everywhere in a scenario: `60` could be seconds or milliseconds.
     pub fn duration(&self, key: &str) -> Result<Option<Dur>, String> {
         match self.values.get(key) {
             None => Ok(None),
-            Some(ParamValue::Num(x)) if *x > 0.0 => Ok(Some(Dur::from_secs_f64(*x))),
-            Some(ParamValue::Num(x)) => Err(format!("{key}: must be > 0, got {x}")),
+            Some(ParamValue::Num(x)) => Err(format!(
+                "{key}: a duration needs its unit, e.g. \"{x}ms\" (units: ns, us, ms, s, min)"
+            )),
             Some(ParamValue::Str(s)) => parse_duration(s)
                 .filter(|d| *d > Dur::ZERO)
                 .map(Some)
@@ -148,5 +150,10 @@ mod tests {
             .contains("adjust_interval"));
         let bad = SchedParams::new().with("adjust_interval", ParamValue::Str("soon".into()));
         assert!(bad.duration("adjust_interval").is_err());
+        let bare = SchedParams::new().with("adjust_interval", ParamValue::Num(60.0));
+        assert!(bare
+            .duration("adjust_interval")
+            .unwrap_err()
+            .contains("needs its unit"));
     }
 }
