@@ -88,6 +88,24 @@ _SIZE_HINT = "B, KB, MB, GB, KiB, MiB, GiB"
 _RATE_HINT = "bps, kbps, Mbps, Gbps or Mbit/s"
 
 
+def json_schema(what: str) -> dict[str, str]:
+    """The JSON Schema of a quantity written as a string: ``what`` is ``"duration"``,
+    ``"size"``, ``"rate"`` or ``"queue limit"`` (the units are these parsers' own)."""
+    units = {
+        "duration": list(_DURATION_UNITS),
+        "size": list(_SIZE_UNITS),
+        "rate": list(_RATE_UNITS),
+        "queue limit": [*_SIZE_UNITS, *_PACKET_UNITS, *_DURATION_UNITS],
+    }[what]
+    alternatives = "|".join(re.escape(u) for u in sorted(units, key=len, reverse=True))
+    number = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
+    return {
+        "type": "string",
+        "pattern": rf"^\s*{number}\s*(?:{alternatives})\s*$",
+        "description": f"a {what} with its unit, e.g. {_example(what)}",
+    }
+
+
 class QueueLimit(NamedTuple):
     """A drop-tail queue limit: ``kind`` is ``"bytes"``, ``"packets"`` or ``"time_ns"``."""
 

@@ -21,6 +21,7 @@ from .emulate import emulate_command
 from .plot import compare_command, plot_command
 from .run import run_command
 from .schedulers import schedulers_command
+from .schema import schema_command
 from .sweep import sweep_command
 from .table import table_command
 
@@ -39,6 +40,7 @@ __all__ = ["cli", "main"]
         plot_command,
         compare_command,
         table_command,
+        schema_command,
     ],
 )
 @click.version_option(version=__version__, prog_name="mpsched")

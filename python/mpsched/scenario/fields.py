@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated
 
-from pydantic import BeforeValidator, ValidationInfo
+from pydantic import BeforeValidator, ValidationInfo, WithJsonSchema
 
-from ..units import QueueLimit, parse_duration, parse_queue, parse_rate, parse_size
+from ..units import QueueLimit, json_schema, parse_duration, parse_queue, parse_rate, parse_size
 
 #: Competing connections a scenario may hold (each is a pair of sockets in the simulator).
 MAX_FLOWS = 10_000
@@ -126,15 +126,21 @@ def _convert_string(value: object, info: ValidationInfo) -> object:
     return value
 
 
-PositiveDuration = Annotated[int, _quantity(parse_duration, 1)]
-NonNegativeDuration = Annotated[int, _quantity(parse_duration, 0)]
-OptionalDuration = Annotated[int | None, _quantity(parse_duration, 0, optional=True)]
-PositiveRate = Annotated[int, _quantity(parse_rate, 1)]
-OptionalRate = Annotated[int | None, _quantity(parse_rate, 1, optional=True)]
-PositiveSize = Annotated[int, _quantity(parse_size, 1)]
-OptionalSize = Annotated[int | None, _quantity(parse_size, 1, optional=True)]
-Queue = Annotated[QueueLimit, BeforeValidator(_convert_queue)]
-OptionalQueue = Annotated[QueueLimit | None, BeforeValidator(_convert_queue)]
+# Editors see what a file holds (a quantity is a string with its unit), not what it becomes.
+_DURATION = WithJsonSchema(json_schema("duration"))
+_RATE = WithJsonSchema(json_schema("rate"))
+_SIZE = WithJsonSchema(json_schema("size"))
+_QUEUE = WithJsonSchema(json_schema("queue limit"))
+
+PositiveDuration = Annotated[int, _quantity(parse_duration, 1), _DURATION]
+NonNegativeDuration = Annotated[int, _quantity(parse_duration, 0), _DURATION]
+OptionalDuration = Annotated[int | None, _quantity(parse_duration, 0, optional=True), _DURATION]
+PositiveRate = Annotated[int, _quantity(parse_rate, 1), _RATE]
+OptionalRate = Annotated[int | None, _quantity(parse_rate, 1, optional=True), _RATE]
+PositiveSize = Annotated[int, _quantity(parse_size, 1), _SIZE]
+OptionalSize = Annotated[int | None, _quantity(parse_size, 1, optional=True), _SIZE]
+Queue = Annotated[QueueLimit, BeforeValidator(_convert_queue), _QUEUE]
+OptionalQueue = Annotated[QueueLimit | None, BeforeValidator(_convert_queue), _QUEUE]
 Probability = Annotated[float, BeforeValidator(_convert_probability)]
 OptionalRatio = Annotated[float | None, BeforeValidator(_convert_ratio)]
 Flag = Annotated[bool, BeforeValidator(_convert_bool)]
