@@ -210,12 +210,16 @@ def test_internal_error_exits_1(run_cli, fake: ModuleType, monkeypatch) -> None:
     assert_one_line_error(outcome, "error: internal: scheduler exploded", code=1)
 
 
-def test_schedulers_lists_one_per_line(run_cli, fake: ModuleType) -> None:
+def test_schedulers_lists_one_per_entry_within_100_columns(run_cli, fake: ModuleType) -> None:
     outcome = run_cli("schedulers")
     assert outcome.code == 0
     lines = outcome.out.splitlines()
-    assert [line.split()[0] for line in lines] == ["default", "minrtt", "rr"]
-    assert all(line.rstrip().endswith("builtin") for line in lines)
+    names = [line.split()[0] for line in lines if not line.startswith(" ")]
+    assert names == ["default", "minrtt", "rr"]
+    assert all(len(line) <= 100 for line in lines)
+    listed = run_cli("schedulers", "--json").json()
+    assert [entry["name"] for entry in listed] == names
+    assert all(entry["source"] == "builtin" for entry in listed)
 
 
 def test_bench(run_cli, fake: ModuleType) -> None:

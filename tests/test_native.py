@@ -59,8 +59,10 @@ def without_wall(summary: dict[str, Any]) -> dict[str, Any]:
 def test_schedulers_command_lists_builtins(native: ModuleType) -> None:
     outcome = run_subprocess("schedulers")
     assert outcome.code == 0, outcome
-    names = [line.split()[0] for line in outcome.out.splitlines() if line.strip()]
+    lines = outcome.out.splitlines()
+    names = [line.split()[0] for line in lines if line.strip() and not line.startswith(" ")]
     assert {"default", "minrtt", "rr"} <= set(names)
+    assert max(len(line) for line in lines) <= 100
     assert [s.name for s in mpsched.schedulers()] == names
 
 

@@ -2,23 +2,46 @@
 
 from __future__ import annotations
 
+import json
+import textwrap
+
 import click
 
 from .. import api
 
 __all__ = ["schedulers_command"]
 
+#: The table fits a terminal this wide; ``--json`` has every field unabridged.
+WIDTH = 100
+
 
 @click.command("schedulers")
-def schedulers_command() -> None:
-    """List the packet schedulers: name, description, parameters, source."""
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print name, description, parameters and source of each, as JSON.",
+)
+def schedulers_command(as_json: bool) -> None:
+    """List the packet schedulers: name, what it does, the parameters it takes.
+
+    Each name can be set as `connection.scheduler`; the parameters, their defaults and
+    meanings are in docs/schedulers.md and in `--json`.
+    """
     entries = api.schedulers()
-    params = {e.name: ", ".join(e.params) or "-" for e in entries}
-    name_width = max((len(e.name) for e in entries), default=0)
-    desc_width = max((len(e.description) for e in entries), default=0)
-    param_width = max((len(p) for p in params.values()), default=0)
+    if as_json:
+        click.echo(json.dumps([entry._asdict() for entry in entries], indent=2))
+        return
+    name_width = max((len(e.name) for e in entries), default=0) + 2
+    indent = " " * name_width
     for entry in entries:
-        click.echo(
-            f"{entry.name:<{name_width}}  {entry.description:<{desc_width}}  "
-            f"{params[entry.name]:<{param_width}}  {entry.source}"
-        )
+        lines = textwrap.wrap(entry.description, WIDTH - name_width) or [""]
+        if entry.params:
+            lines += textwrap.wrap(
+                "params: " + ", ".join(entry.params),
+                WIDTH - name_width,
+                subsequent_indent="        ",
+            )
+        click.echo(entry.name.ljust(name_width) + lines[0])
+        for line in lines[1:]:
+            click.echo(indent + line)
