@@ -120,6 +120,12 @@ def test_cli_plot_and_compare(run_cli, runs: dict[str, Path], tmp_path: Path) ->
     )
     assert outcome.code == 0, outcome
     assert "<td>second</td>" in (tmp_path / "two" / "index.html").read_text()
+    again = run_cli("compare", str(runs["bare"]), "--out", str(tmp_path / "two"))
+    assert again.code == 2 and "the folder is not empty" in again.err and "--force" in again.err
+    assert "<td>second</td>" in (tmp_path / "two" / "index.html").read_text()
+    forced = run_cli("compare", str(runs["bare"]), "--out", str(tmp_path / "two"), "--force")
+    assert forced.code == 0, forced
+    assert "<td>second</td>" not in (tmp_path / "two" / "index.html").read_text()
     missing = run_cli("plot", str(tmp_path / "nothing"))
     assert missing.code == 2
     assert missing.err.startswith("error: ") and "not a run directory" in missing.err

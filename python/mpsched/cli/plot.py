@@ -59,11 +59,20 @@ def plot_command(run_dir: Path, out: Path | None) -> None:
     metavar="TEXT",
     help="Name of each run, in order (default: its scheduler).",
 )
-def compare_command(run_dirs: tuple[Path, ...], out: Path, labels: tuple[str, ...]) -> None:
+@click.option("--force", is_flag=True, help="Write into PLOTDIR even when it is not empty.")
+def compare_command(
+    run_dirs: tuple[Path, ...], out: Path, labels: tuple[str, ...], force: bool
+) -> None:
     """Draw several runs (`mpsched run --out DIR` each) on shared axes, one colour per run."""
     from ..plot import compare_runs
 
     if labels and len(labels) != len(run_dirs):
         raise ScenarioError(f"--label: {len(labels)} labels for {len(run_dirs)} runs")
+    # The default folder is ./compare: a second comparison must not silently replace the first.
+    if not force and out.is_dir() and any(out.iterdir()):
+        raise ScenarioError(
+            f"--out {out}: the folder is not empty (an earlier comparison?); "
+            "choose another with --out, or pass --force to overwrite it"
+        )
     for path in _plot_errors(lambda: compare_runs(run_dirs, out, labels or None)):
         click.echo(f"wrote {path}")
