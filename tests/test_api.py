@@ -123,3 +123,15 @@ def test_table_from_columns_dtypes() -> None:
 def test_schedulers(fake: ModuleType) -> None:
     names = [s.name for s in mpsched.schedulers()]
     assert names == ["default", "minrtt", "rr"]
+
+
+def test_a_result_shows_itself_briefly_and_as_html_in_a_notebook(native: ModuleType) -> None:
+    result = mpsched.run(duration="2s", seed=3)
+    text = repr(result)
+    assert text.startswith("Result(mptcp default/cubic, seed 3: goodput ")
+    assert f"{result.summary['goodput_mbps']:.2f} Mbit/s, 2 s simulated)" in text
+    assert len(text) < 120  # not the whole summary dict
+    page = result._repr_html_()
+    assert page.count("<table") == 2  # the summary, then the subflows
+    for name in ("wifi", "lte", "goodput_mbps", "ooo_delay_ms.mean"):
+        assert f"<th>{name}</th>" in page

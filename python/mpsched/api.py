@@ -95,6 +95,46 @@ class Result:
     traces: dict[str, pa.Table] | None = field(default=None, repr=False)
     out: Path | None = None
 
+    def __repr__(self) -> str:
+        s = self.summary
+        where = f", out={str(self.out)!r}" if self.out is not None else ""
+        traced = ", traces in memory" if self.traces is not None else ""
+        partial = (
+            f", interrupted at {s['interrupted_at_s']:g} s" if "interrupted_at_s" in s else ""
+        )
+        return (
+            f"Result({s.get('protocol')} {s.get('scheduler')}/{s.get('congestion')}, "
+            f"seed {s.get('seed')}: goodput {s.get('goodput_mbps', 0.0):.2f} Mbit/s, "
+            f"{s.get('simulated_s', 0.0):g} s simulated{partial}{traced}{where})"
+        )
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view: the summary's figures, then one row per subflow (and per flow)."""
+        import html
+
+        import pandas as pd
+
+        scalars = {
+            key: value
+            for key, value in self.summary.items()
+            if not isinstance(value, dict | list) and value is not None
+        }
+        for key, stats in self.summary.items():
+            if isinstance(stats, dict):  # distributions: mean, p99, max ...
+                scalars.update({f"{key}.{k}": v for k, v in stats.items() if v is not None})
+        head = pd.DataFrame({"value": scalars}).to_html(float_format=lambda v: f"{v:.6g}")
+        parts = [
+            f"<p><b>{html.escape(repr(self))}</b></p>",
+            "<details open><summary>summary</summary>",
+            head,
+            "</details>",
+        ]
+        if self.summary.get("subflows"):
+            parts += ["<p>subflows</p>", self.subflow_totals.to_html(float_format="{:.4g}".format)]
+        if self.summary.get("flows"):
+            parts += ["<p>flows</p>", self.flows.to_html(float_format="{:.4g}".format)]
+        return "\n".join(parts)
+
     def table(self, name: str) -> pa.Table:
         """One trace table; ``ValueError`` if the run was not traced or has no such table.
 
