@@ -141,3 +141,26 @@ def test_competing_flows_get_a_plot_from_the_summary_alone(tmp_path: Path) -> No
     width, height = png_size(written[1])
     assert width >= 1200 and height >= 500
     # (Without competing flows there is no flows plot: see the bare run above.)
+
+
+def test_figures_of_a_result_in_memory_match_those_of_its_run_directory(tmp_path: Path) -> None:
+    from mpsched.plot import figures
+
+    in_memory = mpsched.run(duration="3s", trace=True)
+    on_disk = mpsched.run(duration="3s", out=tmp_path / "run")
+    drawn = figures(in_memory)
+    assert list(drawn) == list(figures(on_disk)) == list(figures(tmp_path / "run"))
+    assert {"throughput", "queues", "delays", "totals"} <= set(drawn)
+    memory_lines = [line.get_xydata() for line in drawn["throughput"].axes[0].get_lines()]
+    disk_lines = [line.get_xydata() for line in figures(on_disk)["throughput"].axes[0].get_lines()]
+    assert len(memory_lines) == len(disk_lines) > 0
+    for a, b in zip(memory_lines, disk_lines, strict=True):
+        assert (a == b).all()
+    both = figures(in_memory, mpsched.run(duration="3s", scheduler="rr"), labels=["lowrtt", "rr"])
+    assert list(both) == list(drawn)  # the untraced run shows in the totals only
+    totals = both["totals"].axes[0].get_legend_handles_labels()[1] or [
+        t.get_text() for t in both["totals"].axes[0].get_xticklabels()
+    ]
+    assert any("rr" in label for label in totals), totals
+    with pytest.raises(ValueError, match="1 labels for 2 runs"):
+        figures(in_memory, in_memory, labels=["one"])

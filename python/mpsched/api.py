@@ -99,9 +99,7 @@ class Result:
         s = self.summary
         where = f", out={str(self.out)!r}" if self.out is not None else ""
         traced = ", traces in memory" if self.traces is not None else ""
-        partial = (
-            f", interrupted at {s['interrupted_at_s']:g} s" if "interrupted_at_s" in s else ""
-        )
+        partial = f", interrupted at {s['interrupted_at_s']:g} s" if "interrupted_at_s" in s else ""
         return (
             f"Result({s.get('protocol')} {s.get('scheduler')}/{s.get('congestion')}, "
             f"seed {s.get('seed')}: goodput {s.get('goodput_mbps', 0.0):.2f} Mbit/s, "

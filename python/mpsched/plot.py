@@ -29,7 +29,9 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["PLOTS", "compare_runs", "plot_run"]
+    from .api import Result
+
+__all__ = ["PLOTS", "compare_runs", "figures", "plot_run"]
 
 WIDTH_IN = 9.0
 PANEL_IN = 2.5
@@ -54,14 +56,17 @@ MAX_POINTS = 4000  # time series are binned down to this many points
 MAX_SCATTER = 40_000
 
 
-def _matplotlib() -> Any:
+def _matplotlib(*, agg: bool = True) -> Any:
+    """matplotlib, with the Agg backend when drawing to files (``agg=False`` keeps the
+    caller's backend: a notebook shows the figures inline)."""
     try:
         import matplotlib
     except ImportError:
         raise RuntimeError(
             "plotting needs matplotlib, which `pip install .` installs: pip install matplotlib"
         ) from None
-    matplotlib.use("Agg", force=True)
+    if agg:
+        matplotlib.use("Agg", force=True)
     return matplotlib
 
 
@@ -881,6 +886,42 @@ def plot_run(run_dir: str | Path, out: str | Path | None = None) -> list[Path]:
     target = Path(out) if out is not None else run.path / "plots"
     label = f"{traces.run_scheduler(run.summary)}, {run.path.name}"
     return _draw([run], [label], target, f"mpsched run {run.path.name}")
+
+
+def _as_run(source: Result | str | Path, index: int) -> Run:
+    """A run directory, or a :class:`~mpsched.api.Result` (written to disk or in memory)."""
+    if isinstance(source, str | Path):
+        return load_run(source)
+    if source.out is not None:
+        return load_run(source.out)
+    # Untraced: the summary's plots (totals, flows) still apply.
+    return Run(
+        path=Path(f"run{index + 1}"),
+        summary=source.summary,
+        scenario=source.scenario,
+        tables=dict(source.traces or {}),
+    )
+
+
+def figures(*runs: Result | str | Path, labels: Sequence[str] | None = None) -> dict[str, Figure]:
+    """The plots of one run, or of several on shared axes, as matplotlib figures (``name ->
+    Figure``, the names of :data:`PLOTS` that apply), for a notebook or a script to show,
+    restyle or save. Each run is a :class:`~mpsched.api.Result` (``mpsched.run(...,
+    trace=True)`` in memory, or with ``out=``) or a run directory."""
+    if not runs:
+        raise ValueError("figures() needs at least one run")
+    loaded = [_as_run(source, i) for i, source in enumerate(runs)]
+    names = list(labels) if labels else compare_labels(loaded)
+    if len(names) != len(loaded):
+        raise ValueError(f"{len(names)} labels for {len(loaded)} runs")
+    matplotlib = _matplotlib(agg=False)
+    drawn: dict[str, Figure] = {}
+    with matplotlib.rc_context(RC):
+        for name, (function, _) in PLOTS.items():
+            fig = function(loaded, names)
+            if fig is not None:
+                drawn[name] = fig
+    return drawn
 
 
 def compare_labels(runs: Sequence[Run]) -> list[str]:

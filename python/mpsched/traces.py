@@ -212,7 +212,8 @@ def write_json(path: Path, data: Any) -> None:
 
 @dataclass
 class Run:
-    """A run directory read back: summary, scenario and lazily read trace tables."""
+    """A run read back: summary, scenario and lazily read trace tables, from a run directory
+    or, with ``tables``, from a run traced in memory (``path`` then only names it)."""
 
     path: Path
     summary: dict[str, Any]
@@ -220,9 +221,12 @@ class Run:
     _cache: dict[tuple[str, tuple[str, ...] | None], pd.DataFrame] = field(
         default_factory=dict, repr=False
     )
+    tables: dict[str, pa.Table] | None = field(default=None, repr=False)
 
     def has(self, table: str) -> bool:
-        """Whether the run has a Parquet file for ``table``."""
+        """Whether the run recorded ``table`` (a Parquet file, or a table in memory)."""
+        if self.tables is not None:
+            return table in self.tables
         return (self.path / f"{table}.parquet").is_file()
 
     def frame(self, table: str, columns: list[str] | None = None) -> pd.DataFrame:
@@ -233,7 +237,10 @@ class Run:
         key = (table, tuple(columns) if columns else None)
         if key not in self._cache:
             file = self.path / f"{table}.parquet"
-            if file.is_file():
+            if self.tables is not None and table in self.tables:
+                held = self.tables[table]
+                frame = (held.select(columns) if columns else held).to_pandas()
+            elif self.tables is None and file.is_file():
                 frame = pd.DataFrame(_read_columns(file, columns), copy=False)
             elif table in TABLES:
                 frame = empty_table(table).to_pandas()
