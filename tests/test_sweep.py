@@ -416,3 +416,19 @@ def test_the_paper001_app_sweep_is_the_high_bdp_design_with_a_rate_limited_sourc
         assert tuple(sorted(design.items())) in {
             tuple((k, v) for k, v in s if k.startswith("path.")) for s in settings
         }
+
+
+def test_a_sweep_without_a_terminal_prints_a_line_per_tenth() -> None:
+    import io
+
+    from mpsched.cli.progress import SweepLines
+
+    stream = io.StringIO()
+    lines = SweepLines(stream=stream)
+    for done in range(1, 41):
+        lines(done, 40)
+    printed = stream.getvalue().splitlines()
+    assert len(printed) == 10
+    assert printed[0].startswith("sweep: 4 of 40 runs (10%), ")
+    assert printed[-1].startswith("sweep: 40 of 40 runs (100%), ")
+    assert "left" not in printed[-1]

@@ -12,7 +12,7 @@ from typing import TextIO
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-__all__ = ["RunProgress"]
+__all__ = ["RunProgress", "SweepLines"]
 
 SHOW_AFTER_S = 2.0
 
@@ -79,3 +79,30 @@ class RunProgress:
         if self.bar is not None:
             self.bar.stop()
             self.bar = None
+
+
+class SweepLines:
+    """``progress(done, total)`` for a sweep whose output is not a terminal (a log file, CI,
+    a batch job): a line per tenth of the runs, and at least one a minute."""
+
+    def __init__(self, *, stream: TextIO | None = None) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.start = time.perf_counter()
+        self.tenths = 0
+        self.last_line = 0.0
+
+    def __call__(self, done: int, total: int) -> None:
+        if total <= 0:
+            return
+        elapsed = time.perf_counter() - self.start
+        tenths = done * 10 // total
+        if tenths <= self.tenths and elapsed - self.last_line < 60:
+            return
+        self.tenths = max(tenths, self.tenths)
+        self.last_line = elapsed
+        left = f", about {elapsed / done * (total - done):.0f} s left" if 0 < done < total else ""
+        print(
+            f"sweep: {done} of {total} runs ({done / total:.0%}), {elapsed:.0f} s{left}",
+            file=self.stream,
+            flush=True,
+        )

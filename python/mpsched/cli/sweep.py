@@ -11,6 +11,7 @@ from ..errors import ScenarioError
 from ..sweep import run_sweep
 from ..sweepfile import load_sweep, overrides_of
 from .options import override_options
+from .progress import SweepLines
 
 __all__ = ["sweep_command"]
 
@@ -93,8 +94,12 @@ def sweep_command(
     with bar:
         job = bar.add_task("sweep", total=None)
 
+        lines = None if console.is_terminal else SweepLines()
+
         def tick(done: int, total: int) -> None:
             bar.update(job, completed=done, total=total)
+            if lines is not None:
+                lines(done, total)
 
         result = run_sweep(
             sweep,
