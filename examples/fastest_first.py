@@ -2,7 +2,8 @@
 the fast one is full and the slow path would still deliver within `max_ratio` x the fastest
 RTT (a simple cousin of BLEST and ECF).
 
-    mpsched run --scheduler fastest_first:FastestFirst       # from this directory
+    mpsched run --scheduler examples/fastest_first.py:FastestFirst   # from the clone's root
+    mpsched run --scheduler fastest_first:FastestFirst               # from this directory
 """
 
 

@@ -90,3 +90,18 @@ def test_unknown_module_is_bad_input() -> None:
     )
     assert out.returncode == 2
     assert "connection.scheduler" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_file_reference_runs_from_any_directory(tmp_path: Path) -> None:
+    reference = f"{EXAMPLES / 'fastest_first.py'}:FastestFirst"
+    out = subprocess.run(
+        [sys.executable, "-m", "mpsched", "run", "--json", "--set", "duration=3s",
+         "--scheduler", reference],
+        cwd=tmp_path, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["scheduler"] == reference
+    with pytest.raises(mpsched.ScenarioError, match=r"cannot import 'nope\.py': no such file"):
+        mpsched.run(duration="1s", scheduler="nope.py:X")
+    with pytest.raises(mpsched.ScenarioError, match="has no 'Nope'"):
+        mpsched.run(duration="1s", scheduler=f"{EXAMPLES / 'fastest_first.py'}:Nope")

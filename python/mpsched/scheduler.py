@@ -15,14 +15,18 @@ to send one segment on several subflows; a third element may name the reason ("n
 left_edge_subflows)`` sees every Data ACK that advances.
 
 Run one by name: ``mpsched run --scheduler mymodule:MyScheduler`` (the module is imported from
-the current directory or ``sys.path``), or ``mpsched.run(scheduler=MyScheduler())``.
+the current directory or ``sys.path``), ``--scheduler path/to/file.py:MyScheduler`` (a file
+anywhere), or ``mpsched.run(scheduler=MyScheduler())``.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
+import zlib
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Protocol
 
 from .errors import ScenarioError
@@ -66,16 +70,42 @@ def is_reference(name: str) -> bool:
     return ":" in name
 
 
+def _import_file(path: Path) -> ModuleType:
+    """The Python file at ``path`` as a module (its folder need not be on ``sys.path``)."""
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file {str(path)!r}")
+    name = f"mpsched_user_{path.stem}_{zlib.crc32(str(path.resolve()).encode()):08x}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{str(path)!r} is not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
 def load(reference: str) -> Any:
-    """Imports ``module:Class`` and returns an instance; errors name the scheduler."""
-    module_name, _, attr = reference.partition(":")
+    """Imports ``module:Class`` or ``path/to/file.py:Class`` and returns an instance; errors
+    name the scheduler."""
+    module_name, _, attr = reference.rpartition(":")
     if not module_name or not attr:
-        raise ScenarioError(f"connection.scheduler: expected module:Class, got {reference!r}")
+        raise ScenarioError(
+            f"connection.scheduler: expected module:Class or FILE.py:Class, got {reference!r}"
+        )
     cwd = str(Path.cwd())
     if cwd not in sys.path:
         sys.path.insert(0, cwd)
     try:
-        module = importlib.import_module(module_name)
+        if module_name.endswith(".py"):
+            module = _import_file(Path(module_name))
+        else:
+            module = importlib.import_module(module_name)
     except Exception as exc:  # the user's module: any import error is bad input
         raise ScenarioError(f"connection.scheduler: cannot import {module_name!r}: {exc}") from None
     try:
