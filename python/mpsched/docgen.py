@@ -1,6 +1,7 @@
 """The reference pages written from the contract: ``docs/summary.md`` (every summary field)
 and ``docs/schedulers.md`` (every scheduler and congestion control with its parameters), and
-the column tables of ``docs/traces.md``. ``tests/test_contract.py`` fails when a page differs
+the column tables of ``docs/traces.md``, and ``docs/scenario.md`` (every scenario key, from
+the scenario's models). ``tests/test_contract.py`` fails when a page differs
 from what this writes; ``python -m mpsched.docgen`` rewrites them.
 """
 
@@ -10,6 +11,7 @@ import sys
 from pathlib import Path
 
 from mpsched import contract, traces
+from mpsched.scenario.reference import scenario_markdown
 
 _GENERATED = "<!-- Written by `python -m mpsched.docgen` from the native module's contract. -->"
 _TRACES_START = "<!-- tables: generated -->"
@@ -99,6 +101,7 @@ def pages(docs: Path) -> dict[Path, str]:
         docs / "summary.md": summary_markdown(),
         docs / "schedulers.md": schedulers_markdown(),
         docs / "traces.md": traces_page((docs / "traces.md").read_text()),
+        docs / "scenario.md": scenario_markdown(),
     }
 
 

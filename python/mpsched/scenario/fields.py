@@ -83,6 +83,7 @@ def choice(
             )
         return value
 
+    check.choices = options  # type: ignore[attr-defined]  # read by the scenario reference
     return BeforeValidator(check)
 
 

@@ -81,25 +81,54 @@ def _scheduler_names() -> tuple[str, ...] | None:
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_default=True, frozen=True)
+    model_config = ConfigDict(
+        extra="forbid", validate_default=True, frozen=True, use_attribute_docstrings=True
+    )
 
 
 class Connection(_Model):
     """The ``[connection]`` table."""
 
     protocol: Annotated[str, choice(PROTOCOLS)] = "mptcp"
+    """`tcp` uses only the first selected path."""
     scheduler: NonEmptyString = "default"
+    """Packet scheduler; one of `mpsched schedulers`."""
     congestion: Annotated[str, choice(CONGESTION_CONTROLS)] = "cubic"
+    """Congestion control."""
     sndbuf: PositiveSize = "6MiB"  # type: ignore[assignment]
+    """Send buffer (server); with autotuning the most one socket's buffer grows to (`tcp_wmem[2]`).
+    """
     sndbuf_autotune: Flag = True
+    """Linux send-buffer autotuning: each subflow's buffer is twice its window's memory, an MPTCP
+    connection's the sum; `false`: `sndbuf` from the start (as `SO_SNDBUF`).
+    """
     rcvbuf: PositiveSize = "6MiB"  # type: ignore[assignment]
+    """Receive buffer (client): the most autotuning grows it to (`tcp_rmem[2]`)."""
     rcvbuf_initial: PositiveSize = "128KiB"  # type: ignore[assignment]
+    """Where autotuning starts (`tcp_rmem[1]`)."""
     rcvbuf_autotune: Flag = True
+    """Linux receive-buffer autotuning; `false`: `rcvbuf` from the start."""
     window_ratio: OptionalRatio = None
+    """Unset: Linux's. Payload the receiver advertises per byte of buffer; default 1424/2304
+    (MPTCP) or 1448/2304 (TCP): a 1500-byte packet takes 2,304 bytes of buffer on Linux; `0.5`
+    for Linux < 6.5 (`tcp_adv_win_scale = 1`), `1` for the whole buffer.
+    """
     stack: Annotated[str, choice(STACKS)] = "upstream"
+    """The Linux MPTCP on both hosts: upstream (5.6+, calibrated against 6.18), or the out-of-tree
+    multipath-tcp.org v0.9x on Linux 4.x that the STMS, BLEST and ECF papers ran, whose subflows
+    hold back ACKs while connection-level out-of-order data piles up, whose window is half the
+    free buffer and whose send buffer is sized for the largest subflow RTT (docs/model.md).
+    """
     loss_recovery: Annotated[str, choice(LOSS_RECOVERIES)] = "linux"
+    """How every connection's TCP finds losses: `linux` (RACK, tail loss probes, RTO = SRTT + max(4
+    RTTVAR, 200 ms)), or `classic`: RFC 6675 with DupThresh 3 and no probes, RTO >= 1 s (RFC
+    6298 2.4), as stacks without RACK/TLP and ns-3's TCP; a loss with fewer than three segments
+    after it then waits for the timeout.
+    """
     paths: list[Name] | None = None
+    """Unset: all paths, in file order. The paths the connection uses, in this order."""
     scheduler_params: dict[str, Param] = Field(default_factory=dict)
+    """Passed to the scheduler unchanged."""
 
 
 class Workload(_Model):
@@ -111,12 +140,24 @@ class Workload(_Model):
     """
 
     kind: Annotated[str, choice(WORKLOAD_KINDS)] = "bulk"
+    """`bulk`: send for the whole duration; `file`: send `size` bytes; `rate`: an application
+    writes a `block` every `block x 8 / rate` seconds for the whole duration (paper 001 sec.
+    4.3), each block carried in whole segments (8 KiB: six segments).
+    """
     size: OptionalSize = None
+    """Required for `file`, not allowed for `bulk`; with `size_dist = "pareto"` the mean."""
     rate: OptionalRate = None
+    """Required for `rate`: the application's rate."""
     block: PositiveSize = "8KiB"  # type: ignore[assignment]
+    """The application's block (`rate`)."""
     warmup: NonNegativeDuration = "0s"  # type: ignore[assignment]
+    """Blocks written within this time of the start are delivered but not timed (`rate`)."""
     size_dist: Annotated[Literal["fixed", "pareto"], choice(SIZE_DISTS)] = "fixed"
+    """`pareto`: the file's size is drawn from a Pareto distribution of mean `size` (from the
+    scenario's `seed`: the same seed, the same sizes).
+    """
     pareto_shape: Shape = 1.5
+    """The Pareto distribution's shape (1.5 puts 92% of files of mean 57 KB below 100 KB)."""
 
 
 class FlowSpec(_Model):
@@ -133,47 +174,90 @@ class FlowSpec(_Model):
     """
 
     count: Count = 1
+    """Connections of this table."""
     start: NonNegativeDuration = "0s"  # type: ignore[assignment]
+    """When the first one sends its SYN."""
     interval: NonNegativeDuration = "0s"  # type: ignore[assignment]
+    """The i-th (from 0) starts at `start + i * interval`."""
     start_dist: Annotated[Literal["fixed", "poisson"], choice(START_DISTS)] = "fixed"
+    """`poisson`: the gaps between starts are drawn from an exponential distribution of mean
+    `interval` (Poisson arrivals; a flow drawn to start after the end never starts and counts as
+    unfinished).
+    """
     protocol: Annotated[str | None, choice(PROTOCOLS, optional=True)] = None
+    """Unset: the connection's."""
     scheduler: NonEmptyString | None = None
+    """Unset: the connection's. A built-in scheduler (a Python scheduler drives only the main
+    connection).
+    """
     scheduler_params: dict[str, Param] | None = None
+    """Unset: the connection's. Passed to the flows' scheduler unchanged."""
     congestion: Annotated[str | None, choice(CONGESTION_CONTROLS, optional=True)] = None
+    """Unset: the connection's. Congestion control."""
     size: OptionalSize = None
+    """Unset: bulk. A file of `size` bytes; without it a bulk transfer to the end of the run."""
     size_dist: Annotated[Literal["fixed", "pareto"], choice(SIZE_DISTS)] = "fixed"
+    """As in `[workload]`; sizes are drawn after the main connection's, table by table."""
     pareto_shape: Shape = 1.5
+    """As in `[workload]`."""
     paths: list[Name] | None = None
+    """Unset: the connection's paths. One subflow per path; a TCP flow uses the first."""
 
 
 class ScheduleEntry(_Model):
     """One ``[[path.schedule]]`` entry: a change of the path at time ``at``."""
 
     at: NonNegativeDuration
+    """When the change happens."""
     rate: OptionalRate = None
+    """Unset: unchanged. New link rate."""
     rtt: OptionalDuration = None
+    """Unset: unchanged. New round-trip time, split evenly."""
     delay_up: OptionalDuration = None
+    """Unset: unchanged. New one-way delay of the ACK direction (one alone changes only its
+    direction; `rtt` sets both)."""
     delay_down: OptionalDuration = None
+    """Unset: unchanged. New one-way delay of the data direction."""
     jitter: OptionalDuration = None
+    """Unset: unchanged. New delay variation of the data direction."""
     jitter_up: OptionalDuration = None
+    """Unset: unchanged. New delay variation of the ACK direction."""
 
 
 class PathSpec(_Model):
     """One ``[[path]]`` table. Quantities are stored in ns, bytes and bits per second."""
 
     name: Name
+    """Addressed as `path.NAME.KEY` by `--set`."""
     rate: PositiveRate
+    """Link rate of both directions."""
     rate_up: OptionalRate = None
+    """Unset: `rate`. Link rate of the ACK direction."""
     rtt: OptionalDuration = None
+    """Base round-trip time, split evenly between the directions."""
     delay_up: OptionalDuration = None
+    """One-way delay of the ACK direction."""
     delay_down: OptionalDuration = None
+    """One-way delay of the data direction."""
     queue: Queue = "1000pkt"  # type: ignore[assignment]
+    """Drop-tail limit of each direction; below one packet (`"0B"`): no buffering (only the
+    packet being sent)."""
     queue_up: OptionalQueue = None
+    """Unset: `queue`. Drop-tail limit of the ACK direction."""
     loss: Probability = 0.0
+    """Bernoulli loss of data packets."""
     ack_loss: Probability = 0.0
+    """Bernoulli loss of ACKs."""
     jitter: NonNegativeDuration = "0s"  # type: ignore[assignment]
+    """Standard deviation of each data packet's propagation delay (normal, cut at 4 sigma and at
+    zero, like netem's `delay D J distribution normal`); packets never overtake: one drawn to
+    arrive before the packet ahead waits for it (netem with a rate, or a FIFO behind it).
+    Reordering jitter is not modelled.
+    """
     jitter_up: NonNegativeDuration = "0s"  # type: ignore[assignment]
+    """The same for the ACK direction."""
     schedule: list[ScheduleEntry] = Field(default_factory=list)
+    """Changes during the run (below)."""
 
     def delays(self) -> tuple[int, int]:
         """``(delay_up_ns, delay_down_ns)`` after resolving ``rtt`` and the one-way delays."""
@@ -186,11 +270,17 @@ class Scenario(_Model):
     """A whole scenario file."""
 
     duration: PositiveDuration = "60s"  # type: ignore[assignment]
+    """Simulated time."""
     seed: Seed = 1
+    """Seed of every random choice (random loss); same seed, same result."""
     connection: Connection = Field(default_factory=Connection)
+    """The connection under study: `[connection]`."""
     workload: Workload = Field(default_factory=Workload)
+    """What its application sends: `[workload]`."""
     path: list[PathSpec] = Field(default_factory=list)
+    """The paths, at least one: `[[path]]`."""
     flow: list[FlowSpec] = Field(default_factory=list)
+    """Competing connections over the same paths: `[[flow]]`."""
 
     @model_validator(mode="after")
     def _cross_check(self) -> Scenario:
