@@ -12,7 +12,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from mpsched.errors import ScenarioError
@@ -99,6 +99,7 @@ def test_any_override_gives_a_scenario_or_one_line_naming_the_field(
 
 
 @FUZZ
+@example(raw={"connection": {"\n": None}})  # found by the long run: a two-line error
 @given(
     raw=st.dictionaries(
         st.sampled_from(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from importlib import resources
@@ -28,13 +29,19 @@ Source = str | os.PathLike[str] | Mapping[str, Any] | None
 # --- pydantic errors -> one line ---
 
 
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
 def _location(loc: tuple[int | str, ...], raw: Mapping[str, Any]) -> str:
     text = ""
     for part in loc:
         if isinstance(part, int):
             text += f"[{part}]"
         else:
-            text += f".{part}" if text else str(part)
+            # A key as TOML would need it quoted ("my key", a newline) is shown quoted, so
+            # that the error stays one readable line.
+            key = part if _BARE_KEY.match(part) else repr(part)
+            text += f".{key}" if text else key
     if len(loc) >= 2 and loc[0] == "path" and isinstance(loc[1], int):
         paths = raw.get("path")
         if isinstance(paths, list) and loc[1] < len(paths) and isinstance(paths[loc[1]], dict):
