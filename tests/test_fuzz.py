@@ -141,11 +141,18 @@ def _replace(tree: Any, path: tuple[Any, ...], value: Any) -> Any:
 
 _BASE = to_native(load(_WITH_FLOWS))
 _BASE_PATHS = [p for p in _paths(_BASE) if p and p[0] != "duration_ns"]
+
+
+def _containers(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    )
+
+
 json_values = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(min_value=-(2**65), max_value=2**65),
               st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=8)),
-    lambda inner: st.one_of(st.lists(inner, max_size=3),
-                            st.dictionaries(st.text(max_size=8), inner, max_size=3)),
+    _containers,
     max_leaves=6,
 )  # fmt: skip
 
