@@ -1,7 +1,7 @@
 """Progress of one long run (``mpsched run``): after about two seconds of wall time, a bar on
-a terminal (simulated time, events per second, time left), a line per tenth of the run (and
-one a minute) otherwise, nothing with ``--quiet``. The native run calls it about ten times a
-second."""
+a terminal (simulated time, events per second, time left); otherwise a first line, then one
+per tenth of the run (and one a minute); nothing with ``--quiet``. The native run calls it
+about ten times a second."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ class RunProgress:
         self.task = 0
         self.tenths = 0
         self.last_line = 0.0
+        self.shown = False
 
     def __call__(self, simulated_ns: int, events: int) -> None:
         elapsed = time.perf_counter() - self.start
@@ -39,8 +40,11 @@ class RunProgress:
             self._bar(simulated_ns, rate)
             return
         tenths = int(fraction * 10)
-        # A line per tenth of the run, and at least one a minute on very long ones.
-        if tenths > self.tenths or elapsed - self.last_line >= 60:
+        # A first line once the run is long enough to need one, then a line per tenth of the
+        # run, and at least one a minute on very long ones.
+        first = not self.shown
+        self.shown = True
+        if first or tenths > self.tenths or elapsed - self.last_line >= 60:
             self.tenths = max(tenths, self.tenths)
             self.last_line = elapsed
             left = elapsed / fraction - elapsed if fraction > 0 else float("nan")
