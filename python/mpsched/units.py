@@ -38,9 +38,9 @@ class UnitError(ValueError):
     """A quantity could not be parsed."""
 
 
-_NUMBER = re.compile(
-    r"^\s*(?P<num>[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(?P<unit>[^\s\d.+-][^\s]*)?\s*$"
-)
+# A decimal number, as a quantity's text starts (also the JSON Schema's pattern).
+_NUMBER_TEXT = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
+_NUMBER = re.compile(rf"^\s*(?P<num>{_NUMBER_TEXT})\s*(?P<unit>[^\s\d.+-][^\s]*)?\s*$")
 
 _DURATION_UNITS: dict[str, int] = {
     "ns": 1,
@@ -98,10 +98,9 @@ def json_schema(what: str) -> dict[str, str]:
         "queue limit": [*_SIZE_UNITS, *_PACKET_UNITS, *_DURATION_UNITS],
     }[what]
     alternatives = "|".join(re.escape(u) for u in sorted(units, key=len, reverse=True))
-    number = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
     return {
         "type": "string",
-        "pattern": rf"^\s*{number}\s*(?:{alternatives})\s*$",
+        "pattern": rf"^\s*{_NUMBER_TEXT}\s*(?:{alternatives})\s*$",
         "description": f"a {what} with its unit, e.g. {_example(what)}",
     }
 
