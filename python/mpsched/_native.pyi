@@ -38,6 +38,9 @@ def run(
     chunk_rows: int = 65_536,
     scheduler: object | None = None,
     progress: Callable[[int, int], object] | None = None,
+    pcap: str | None = None,
+    pcap_at: Literal["sender", "receiver", "links"] = "sender",
+    pcap_max_bytes: int = 2**64 - 1,
 ) -> tuple[str, dict[str, _Columns] | None]:
     """Runs a scenario. With ``trace`` and no ``sink`` every trace table comes back at the end;
     with a ``sink`` the tables are streamed, ``sink(table, columns)`` every ``chunk_rows`` rows
@@ -47,7 +50,8 @@ def run(
     scheduler (see ``mpsched.Scheduler``). About ten times a second the run checks for signals
     and calls ``progress(simulated_ns, events)``: a signal (Ctrl-C) stops it with the summary
     so far (``interrupted_at_s``); an exception from ``progress`` or ``sink`` stops it and is
-    raised."""
+    raised. ``pcap`` names a file for a pcapng capture of every packet at ``pcap_at``; one
+    that would pass ``pcap_max_bytes`` stops the run with ValueError."""
 
 def schedulers() -> list[tuple[str, str, str, list[str]]]:
     """(name, one-line description, source, parameter keys) of every registered scheduler."""

@@ -232,6 +232,8 @@ def sample_interval_ns(value: str | int | None) -> int:
 
 
 DEFAULT_SAMPLE_INTERVAL_NS = 10_000_000
+# Where a capture is taken (`run(pcap=...)`).
+PCAP_VANTAGES = ("sender", "receiver", "links")
 DEFAULT_CHUNK_ROWS = 65_536
 
 
@@ -312,6 +314,8 @@ def run(
     benefit: bool = False,
     progress: Callable[[int, int], object] | None = None,
     max_trace_bytes: int | None = None,
+    pcap: str | Path | None = None,
+    pcap_at: str = "sender",
     **overrides: Any,
 ) -> Result:
     """Simulate a scenario.
@@ -340,6 +344,11 @@ def run(
     (marked ``interrupted_at_s``) written, and :class:`RunInterrupted` raised with the partial
     result. With ``max_trace_bytes`` the run stops with :class:`ScenarioError` once the
     streamed traces reach that many bytes (uncompressed), before they fill a disk.
+
+    ``pcap=FILE`` writes every packet of the run as pcapng (IPv4, TCP and MPTCP headers,
+    stamped in simulated time) as seen at ``pcap_at``: ``"sender"`` (the server: data leaving,
+    ACKs arriving), ``"receiver"`` (the client) or ``"links"`` (each link's output, one
+    interface per link and direction). ``max_trace_bytes`` bounds it too.
     """
     start = time.perf_counter()
     py_scheduler: object | None = None
@@ -375,6 +384,15 @@ def run(
     extra: dict[str, Any] = {} if py_scheduler is None else {"scheduler": py_scheduler}
     stop = _Interrupt()
     extra["progress"] = stop.watching(progress)
+    if pcap is not None:
+        if pcap_at not in PCAP_VANTAGES:
+            raise ScenarioError(
+                f"pcap_at: expected one of {', '.join(PCAP_VANTAGES)}, got {pcap_at!r}"
+            )
+        extra["pcap"] = str(Path(pcap))
+        extra["pcap_at"] = pcap_at
+        if max_trace_bytes is not None:
+            extra["pcap_max_bytes"] = max_trace_bytes
     if traced:
         extra["sample_interval_ns"] = interval_ns
         if sink is not None:

@@ -102,6 +102,14 @@ pub mod wire {
     }
     /// RFC 8684 DSS option carrying a 64-bit Data ACK (3.3): 4 + 8 bytes.
     pub const DSS_DATA_ACK: u32 = 12;
+    /// SACK blocks an ACK has room for. TCP options hold 40 bytes; the timestamps take 12 and,
+    /// on an MPTCP subflow, the Data ACK 12 more, which Linux places first ("MPTCP options
+    /// have precedence over SACK", `tcp_established_options`); SACK gets what is left, 4
+    /// bytes of kind and length (NOP-aligned) and 8 per block: 3 blocks for TCP, 1 for MPTCP.
+    pub const fn sack_blocks_fit(mptcp: bool) -> usize {
+        let used = HEADER - 40 + if mptcp { DSS_DATA_ACK } else { 0 };
+        ((40 - used - 4) / 8) as usize
+    }
 }
 
 #[cfg(test)]
@@ -127,6 +135,19 @@ mod tests {
             assert_eq!(wire::mss(mptcp) + wire::data_header(mptcp), 1500);
         }
         assert_eq!(wire::mss(true), 1424);
+    }
+
+    #[test]
+    fn an_ack_with_every_sack_block_it_holds_fills_the_60_byte_tcp_header() {
+        assert_eq!(wire::sack_blocks_fit(false), 3);
+        assert_eq!(wire::sack_blocks_fit(true), 1);
+        for mptcp in [false, true] {
+            let dss = if mptcp { wire::DSS_DATA_ACK } else { 0 };
+            let n = wire::sack_blocks_fit(mptcp);
+            let tcp_header = wire::ACK - 20 + wire::sack_option(n) + dss;
+            assert!(tcp_header <= 60, "{tcp_header}");
+            assert!(tcp_header + 8 > 60, "room for one more block");
+        }
     }
 
     #[test]

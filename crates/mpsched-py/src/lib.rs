@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+mod capture;
 mod pysched;
 
 fn le_bytes<T: Copy, const N: usize>(v: &[T], f: impl Fn(T) -> [u8; N]) -> Vec<u8> {
@@ -70,8 +71,11 @@ fn panic_message(panic: Box<dyn std::any::Any + Send>) -> PyErr {
 /// `progress(simulated_ns, events)`; a signal or an exception from `progress` or the sink stops
 /// the run there. A signal ends it with the summary of the run so far (`interrupted_at_s`); an
 /// exception is raised.
+///
+/// `pcap`, a file name, asks for a packet capture at `pcap_at` (sender, receiver or links),
+/// at most `pcap_max_bytes` long: a run whose capture would pass that raises ValueError.
 #[pyfunction]
-#[pyo3(signature = (config_json, trace=false, sink=None, sample_interval_ns=10_000_000, chunk_rows=65_536, scheduler=None, progress=None))]
+#[pyo3(signature = (config_json, trace=false, sink=None, sample_interval_ns=10_000_000, chunk_rows=65_536, scheduler=None, progress=None, pcap=None, pcap_at="sender", pcap_max_bytes=u64::MAX))]
 #[allow(clippy::too_many_arguments)]
 fn run<'py>(
     py: Python<'py>,
@@ -82,6 +86,9 @@ fn run<'py>(
     chunk_rows: usize,
     scheduler: Option<Bound<'py, PyAny>>,
     progress: Option<Bound<'py, PyAny>>,
+    pcap: Option<String>,
+    pcap_at: &str,
+    pcap_max_bytes: u64,
 ) -> PyResult<(String, Option<Bound<'py, PyDict>>)> {
     let interval = mpsched_core::Dur(sample_interval_ns.max(1));
     let pysched = match scheduler {
@@ -94,26 +101,40 @@ fn run<'py>(
         let json = config_json.to_owned();
         let result = py.allow_threads(|| {
             catch_unwind(AssertUnwindSafe(|| {
-                mpsched_sim::simulation_from_json(&json, false, None).map(|s| {
-                    // Without the GIL: take it only to look at the signals and report.
-                    s.run_watched(&mut |now, events| {
-                        !watcher.due() || Python::with_gil(|py| watcher.check(py, now, events))
-                    })
-                })
+                let mut sim = mpsched_sim::simulation_from_json(&json, false, None)?;
+                let status = match &pcap {
+                    Some(path) => Some(capture::attach(&mut sim, path, pcap_at, pcap_max_bytes)?),
+                    None => None,
+                };
+                // Without the GIL: take it only to look at the signals and report.
+                let out = sim.run_watched(&mut |now, events| {
+                    !watcher.due() || Python::with_gil(|py| watcher.check(py, now, events))
+                });
+                Ok::<_, String>((out, status))
             }))
         });
-        let out = match result {
+        let (out, status) = match result {
             Ok(Ok(out)) => out,
             Ok(Err(msg)) => return Err(PyValueError::new_err(msg)),
             Err(panic) => return Err(panic_message(panic)),
         };
+        if let Some(msg) = capture::error(&status) {
+            return Err(PyValueError::new_err(msg));
+        }
         watcher.raise()?;
         return Ok((serde_json_string(&out.summary)?, None));
     }
     // The GIL stays held: the sink or the scheduler is Python.
     let external = pysched.map(|s| Box::new(s) as Box<dyn mpsched_core::sched::Scheduler>);
-    let sim = mpsched_sim::simulation_from_json(config_json, trace, external)
+    let mut sim = mpsched_sim::simulation_from_json(config_json, trace, external)
         .map_err(PyValueError::new_err)?;
+    let status = match &pcap {
+        Some(path) => Some(
+            capture::attach(&mut sim, path, pcap_at, pcap_max_bytes)
+                .map_err(PyValueError::new_err)?,
+        ),
+        None => None,
+    };
     let collected = PyDict::new(py);
     let mut error: Option<PyErr> = None;
     let rows = if sink.is_some() {
@@ -155,6 +176,9 @@ fn run<'py>(
     }
     if let Some(e) = error {
         return Err(e);
+    }
+    if let Some(msg) = capture::error(&status) {
+        return Err(PyValueError::new_err(msg));
     }
     watcher.raise()?;
     let traces = if trace && sink.is_none() {

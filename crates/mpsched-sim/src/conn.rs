@@ -9,7 +9,7 @@ use mpsched_core::conn::{Receiver, ReceiverConfig, Sender, SenderConfig};
 use mpsched_core::link::{HasWireLen, Link};
 use mpsched_core::packet::Packet;
 use mpsched_core::sched;
-use mpsched_core::{Bytes, Time};
+use mpsched_core::{Bytes, Dur, Time};
 use mpsched_scenario::plan::{down_link, up_link};
 
 /// Bytes of a SYN / SYN-ACK on the wire (IP + TCP + options).
@@ -38,12 +38,26 @@ pub struct Drops {
     pub ack_random: u64,
 }
 
+/// When a subflow's handshake starts, and how long its packets take on each link.
+#[derive(Clone, Copy, Debug)]
+pub struct Handshake {
+    /// The client sends the SYN (MP_CAPABLE or MP_JOIN).
+    pub syn_sent: Time,
+    /// Client to server (the up link), queueing included.
+    pub up: Dur,
+    /// Server to client (the down link).
+    pub down: Dur,
+}
+
 /// One connection: its two sockets and the paths of its subflows.
 pub struct Conn {
+    pub mptcp: bool,
     pub server: Sender,
     pub client: Receiver,
     /// The path of each subflow.
     pub paths: Vec<usize>,
+    /// Each subflow's handshake, as timed when the connection opened.
+    pub handshakes: Vec<Handshake>,
     /// When its first SYN left the client.
     pub syn_at: Time,
     /// When its server sends the first data.
@@ -80,6 +94,19 @@ impl Conn {
         let up_delay = |p: usize| one_way(&links[up_link(p)]);
         let rtt0 = hs_rtt(paths[0]);
         let start = spec.syn_at + rtt0 + up_delay(paths[0]);
+        let handshakes: Vec<Handshake> = paths
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| Handshake {
+                syn_sent: if i == 0 {
+                    spec.syn_at
+                } else {
+                    spec.syn_at + rtt0
+                },
+                up: one_way(&links[up_link(p)]),
+                down: one_way(&links[down_link(p)]),
+            })
+            .collect();
         let subflows = paths
             .iter()
             .enumerate()
@@ -122,6 +149,8 @@ impl Conn {
             start,
         );
         Conn {
+            mptcp: spec.mptcp,
+            handshakes,
             server,
             client,
             drops: vec![Drops::default(); paths.len()],

@@ -2,6 +2,7 @@
 
 pub mod app;
 pub mod bench;
+pub mod capture;
 pub mod component;
 pub mod conn;
 pub mod contract;

@@ -12,6 +12,7 @@
 //! subflow is up (RFC 8684 3.2).
 
 use crate::app::App;
+use crate::capture::{Capture, Vantage};
 use crate::component::{Component, Components};
 use crate::config::{Config, Protocol, Workload};
 use crate::conn::{Conn, ConnSpec, SimLink, Tagged};
@@ -62,6 +63,8 @@ pub struct Simulation {
     sampled: bool,
     /// The watcher stopped the run at `now`.
     interrupted: bool,
+    /// A packet capture (`--pcap`), when asked for.
+    capture: Option<Capture>,
 }
 
 /// Called every `WATCH_EVERY` events with the simulated time and the events so far; returns
@@ -196,7 +199,33 @@ impl Simulation {
             sample_interval: None,
             sampled: false,
             interrupted: false,
+            capture: None,
         })
+    }
+
+    /// Writes every packet of the run, as seen at `vantage`, to `out` as pcapng. A write
+    /// that fails (a full disk, a limit `out` enforces) stops the run; `out` knows why.
+    pub fn capture(
+        &mut self,
+        vantage: Vantage,
+        out: Box<dyn std::io::Write>,
+    ) -> std::io::Result<()> {
+        let names: Vec<String> = self.cfg.paths.iter().map(|p| p.name.clone()).collect();
+        let mut capture = Capture::new(out, vantage, &names, self.cfg.seed)?;
+        for (k, conn) in self.conns.iter().enumerate() {
+            if !conn.syn_pending {
+                capture.open(k, conn);
+            }
+        }
+        self.capture = Some(capture);
+        Ok(())
+    }
+
+    /// The run is over: the capture writes what is due and flushes.
+    fn finish_capture(&mut self) {
+        if let Some(c) = self.capture.as_mut() {
+            c.finish(self.now);
+        }
     }
 
     /// Runs to the end of the scenario (its duration, or the file's last byte delivered),
@@ -210,6 +239,7 @@ impl Simulation {
     pub fn run_watched(mut self, watch: &mut Watch) -> RunOutput {
         let wall = std::time::Instant::now();
         self.run_loop(&mut |_: &mut Simulation| {}, watch);
+        self.finish_capture();
         let summary = self.summary(wall.elapsed().as_secs_f64());
         let main = &mut self.conns[0];
         main.server.finish_trace();
@@ -262,6 +292,7 @@ impl Simulation {
             },
             watch,
         );
+        self.finish_capture();
         let main = &mut self.conns[0];
         main.server.finish_trace();
         tracer.flush(&mut main.server, &mut main.client, true, sink);
@@ -313,7 +344,8 @@ impl Simulation {
             until_watch -= 1;
             if until_watch == 0 {
                 until_watch = WATCH_EVERY;
-                if !watch(self.now, self.processed) {
+                let capture_failed = self.capture.as_ref().is_some_and(Capture::failed);
+                if capture_failed || !watch(self.now, self.processed) {
                     self.interrupted = true;
                     break;
                 }
@@ -339,6 +371,9 @@ impl Simulation {
     fn open_flow(&mut self, k: usize, c: Component) {
         let mut conn = Conn::flow(&self.cfg, k - 1, &self.links).expect("validated");
         conn.syn_pending = false;
+        if let Some(capture) = self.capture.as_mut() {
+            capture.open(k, &conn);
+        }
         self.schedule(c, conn.start);
         self.conns[k] = conn;
     }
@@ -370,6 +405,9 @@ impl Simulation {
         let now = self.now;
         while let Some(Tagged { conn: k, pkt }) = self.links[l].poll_deliver(now) {
             let k = k as usize;
+            if let Some(c) = self.capture.as_mut() {
+                c.delivered(now, k, &pkt);
+            }
             if l.is_multiple_of(2) {
                 let conn = &mut self.conns[k];
                 conn.client.handle_data(now, &pkt);
@@ -402,6 +440,9 @@ impl Simulation {
         let sf = pkt.subflow as usize;
         let p = self.conns[k].paths[sf];
         let l = if data { down(p) } else { up(p) };
+        if let Some(c) = self.capture.as_mut() {
+            c.sent(self.now, k, &pkt);
+        }
         let tagged = Tagged {
             conn: k as u32,
             pkt,

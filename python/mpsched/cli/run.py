@@ -18,7 +18,10 @@ from .options import json_option, set_option
 from .progress import RunProgress
 from .render import print_summary
 
-__all__ = ["run_command"]
+__all__ = ["CAPTURE_NAME", "run_command"]
+
+# The capture's name in an output directory (`--out DIR --pcap`).
+CAPTURE_NAME = "capture.pcapng"
 
 
 @click.command("run")
@@ -53,6 +56,21 @@ __all__ = ["run_command"]
     metavar="SIZE",
     help="With --out, stop with an error once the traces reach SIZE (before a disk fills).",
 )
+@click.option(
+    "--pcap",
+    is_flag=False,
+    flag_value="",
+    metavar="FILE",
+    help="Write every packet as pcapng (Wireshark, tshark) to FILE; "
+    "bare, with --out: DIR/capture.pcapng.",
+)
+@click.option(
+    "--pcap-at",
+    type=click.Choice(api.PCAP_VANTAGES),
+    default="sender",
+    show_default=True,
+    help="Where the capture is taken: the server, the client, or each link's output.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress on long runs.")
 def run_command(
     file: str | None,
@@ -65,6 +83,8 @@ def run_command(
     no_traces: bool,
     benefit: bool,
     max_trace_size: str,
+    pcap: str | None,
+    pcap_at: str,
     quiet: bool,
 ) -> None:
     """Simulate the scenario FILE (default: the STMS lab set-up) and print a summary."""
@@ -89,6 +109,7 @@ def run_command(
             out.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise ScenarioError(f"--out {out}: cannot write: {exc.strerror or exc}") from None
+    capture = _capture_path(pcap, out)
     progress = None if quiet else RunProgress(to_native(model)["duration_ns"])
     try:
         result = api.run(
@@ -99,11 +120,13 @@ def run_command(
             benefit=benefit,
             progress=progress,
             max_trace_bytes=max_trace_bytes,
+            pcap=capture,
+            pcap_at=pcap_at,
         )
     except api.RunInterrupted as stop:
         if progress is not None:
             progress.close()
-        _report(stop.result, out, no_traces, as_json)
+        _report(stop.result, out, no_traces, as_json, capture)
         at = stop.result.summary.get("interrupted_at_s")
         where = f"; the run so far is in {out}" if out is not None else ""
         click.echo(f"interrupted at {at:.3f} s simulated{where}", err=True)
@@ -111,16 +134,31 @@ def run_command(
     finally:
         if progress is not None:
             progress.close()
-    _report(result, out, no_traces, as_json)
+    _report(result, out, no_traces, as_json, capture)
 
 
-def _report(result: api.Result, out: Path | None, no_traces: bool, as_json: bool) -> None:
+def _capture_path(pcap: str | None, out: Path | None) -> Path | None:
+    """Where --pcap writes: its FILE, or DIR/capture.pcapng when bare with --out DIR."""
+    if pcap is None:
+        return None
+    if pcap:
+        return Path(pcap)
+    if out is None:
+        raise ScenarioError("--pcap: give a FILE, or use it with --out DIR (DIR/capture.pcapng)")
+    return out / CAPTURE_NAME
+
+
+def _report(
+    result: api.Result, out: Path | None, no_traces: bool, as_json: bool, capture: Path | None
+) -> None:
     if out is not None:
         names = ["summary.json", "scenario.json"]
         if not no_traces:
             names += [f"{table}.parquet" for table in TABLES]
         for name in names:
             click.echo(f"wrote {out / name}", err=True)
+    if capture is not None:
+        click.echo(f"wrote {capture}", err=True)
     if as_json:
         click.echo(json.dumps(result.summary, indent=2))
     else:

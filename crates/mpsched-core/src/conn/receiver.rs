@@ -359,7 +359,9 @@ impl Receiver {
         self.old_wspace = advertised;
         let sf = &mut self.subflows[i];
         let mut sack = [SackBlock { start: 0, end: 0 }; MAX_SACK_BLOCKS];
-        let blocks = sf.sack_blocks();
+        // The most recent blocks first, as many as the option space leaves room for.
+        let all = sf.sack_blocks();
+        let blocks = &all[..all.len().min(wire::sack_blocks_fit(self.cfg.mptcp))];
         sack[..blocks.len()].copy_from_slice(blocks);
         let ack = Ack {
             ack: sf.rcv_nxt(),

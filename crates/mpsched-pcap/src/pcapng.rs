@@ -1,0 +1,163 @@
+//! The pcapng file format (IETF draft-ietf-opsawg-pcapng): a section header, one interface
+//! description per capture point, then one enhanced packet block per packet. Timestamps are in
+//! nanoseconds (`if_tsresol` = 9), so simulated time survives exactly.
+
+use std::io::{self, Write};
+
+/// Raw IPv4 packets, no link-layer header (LINKTYPE_IPV4).
+pub const LINKTYPE_IPV4: u16 = 228;
+
+const SHB: u32 = 0x0A0D_0D0A;
+const IDB: u32 = 0x0000_0001;
+const EPB: u32 = 0x0000_0006;
+const BYTE_ORDER_MAGIC: u32 = 0x1A2B_3C4D;
+
+const OPT_END: u16 = 0;
+const OPT_COMMENT: u16 = 1;
+const SHB_USERAPPL: u16 = 4;
+const IF_NAME: u16 = 2;
+const IF_TSRESOL: u16 = 9;
+
+/// Writes a pcapng section to `W`, counting the bytes written.
+pub struct Writer<W: Write> {
+    out: W,
+    interfaces: u32,
+    written: u64,
+    block: Vec<u8>,
+}
+
+impl<W: Write> Writer<W> {
+    /// Starts a section; `app` names the program that wrote it, `comment` says what it holds.
+    pub fn new(out: W, app: &str, comment: &str) -> io::Result<Writer<W>> {
+        let mut w = Writer {
+            out,
+            interfaces: 0,
+            written: 0,
+            block: Vec::with_capacity(256),
+        };
+        let mut body = Vec::new();
+        body.extend_from_slice(&BYTE_ORDER_MAGIC.to_le_bytes());
+        body.extend_from_slice(&1u16.to_le_bytes());
+        body.extend_from_slice(&0u16.to_le_bytes());
+        // Section length unknown: it is written as it goes.
+        body.extend_from_slice(&u64::MAX.to_le_bytes());
+        option(&mut body, OPT_COMMENT, comment.as_bytes());
+        option(&mut body, SHB_USERAPPL, app.as_bytes());
+        option(&mut body, OPT_END, &[]);
+        w.write_block(SHB, &body)?;
+        Ok(w)
+    }
+
+    /// Describes the next capture point; packets name it by the index returned.
+    pub fn add_interface(&mut self, name: &str, linktype: u16, snaplen: u32) -> io::Result<u32> {
+        let mut body = Vec::new();
+        body.extend_from_slice(&linktype.to_le_bytes());
+        body.extend_from_slice(&0u16.to_le_bytes());
+        body.extend_from_slice(&snaplen.to_le_bytes());
+        option(&mut body, IF_NAME, name.as_bytes());
+        option(&mut body, IF_TSRESOL, &[9]);
+        option(&mut body, OPT_END, &[]);
+        self.write_block(IDB, &body)?;
+        self.interfaces += 1;
+        Ok(self.interfaces - 1)
+    }
+
+    /// One packet seen on `interface` at `t_ns`: `data` is what was captured of it (its
+    /// headers, say), `orig_len` its length on the wire.
+    pub fn packet(
+        &mut self,
+        interface: u32,
+        t_ns: u64,
+        orig_len: u32,
+        data: &[u8],
+    ) -> io::Result<()> {
+        debug_assert!(interface < self.interfaces);
+        let mut body = std::mem::take(&mut self.block);
+        body.clear();
+        body.extend_from_slice(&interface.to_le_bytes());
+        body.extend_from_slice(&((t_ns >> 32) as u32).to_le_bytes());
+        body.extend_from_slice(&(t_ns as u32).to_le_bytes());
+        body.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        body.extend_from_slice(&orig_len.max(data.len() as u32).to_le_bytes());
+        body.extend_from_slice(data);
+        pad(&mut body);
+        let res = self.write_block(EPB, &body);
+        self.block = body;
+        res
+    }
+
+    /// Bytes written so far.
+    pub fn written(&self) -> u64 {
+        self.written
+    }
+
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+
+    fn write_block(&mut self, kind: u32, body: &[u8]) -> io::Result<()> {
+        debug_assert!(body.len().is_multiple_of(4));
+        let total = (body.len() + 12) as u32;
+        self.out.write_all(&kind.to_le_bytes())?;
+        self.out.write_all(&total.to_le_bytes())?;
+        self.out.write_all(body)?;
+        self.out.write_all(&total.to_le_bytes())?;
+        self.written += u64::from(total);
+        Ok(())
+    }
+}
+
+fn option(body: &mut Vec<u8>, code: u16, value: &[u8]) {
+    body.extend_from_slice(&code.to_le_bytes());
+    body.extend_from_slice(&(value.len() as u16).to_le_bytes());
+    body.extend_from_slice(value);
+    pad(body);
+}
+
+fn pad(body: &mut Vec<u8>) {
+    body.resize(body.len().next_multiple_of(4), 0);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn u32_at(b: &[u8], at: usize) -> u32 {
+        u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
+    }
+
+    #[test]
+    fn blocks_are_framed_by_their_length_and_padded_to_four_bytes() {
+        let mut w = Writer::new(Vec::new(), "test", "a comment").unwrap();
+        let ifc = w.add_interface("wifi", LINKTYPE_IPV4, 128).unwrap();
+        w.packet(ifc, 5_000_000_123, 1500, &[0x45; 5]).unwrap();
+        let written = w.written();
+        let b = w.into_inner();
+        assert_eq!(written, b.len() as u64);
+        // Walk the blocks: each starts and ends with its total length.
+        let mut at = 0;
+        let mut kinds = vec![];
+        while at < b.len() {
+            let len = u32_at(&b, at + 4) as usize;
+            assert_eq!(len % 4, 0);
+            assert_eq!(u32_at(&b, at + len - 4) as usize, len);
+            kinds.push(u32_at(&b, at));
+            at += len;
+        }
+        assert_eq!(at, b.len());
+        assert_eq!(kinds, [SHB, IDB, EPB]);
+        // The packet block: interface, the time split in two halves, lengths, data.
+        let epb = b.len() - (12 + 20 + 8);
+        assert_eq!(u32_at(&b, epb), EPB);
+        assert_eq!(u32_at(&b, epb + 8), 0);
+        let t = (u64::from(u32_at(&b, epb + 12)) << 32) | u64::from(u32_at(&b, epb + 16));
+        assert_eq!(t, 5_000_000_123);
+        assert_eq!(u32_at(&b, epb + 20), 5);
+        assert_eq!(u32_at(&b, epb + 24), 1500);
+        assert_eq!(&b[epb + 28..epb + 33], &[0x45; 5]);
+    }
+}
