@@ -1,0 +1,321 @@
+//! Packet captures of runs (`mpsched run --pcap`), read back block by block: every packet's
+//! headers are well formed (lengths agree with the model's wire length, checksums verify),
+//! time never goes backwards, and each vantage sees the packets the summary counts.
+//! `tests/test_pcap.py` has tshark decode the MPTCP options against the traces.
+
+use mpsched_sim::build::*;
+use mpsched_sim::capture::Vantage;
+use mpsched_sim::config::{Config, FlowConfig, Protocol, QueueSpec, Workload};
+use mpsched_sim::{Simulation, Summary};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::rc::Rc;
+
+/// A writer whose bytes the test keeps.
+#[derive(Clone, Default)]
+struct Shared(Rc<RefCell<Vec<u8>>>);
+
+impl Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.borrow_mut().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// One Enhanced Packet Block.
+struct Captured {
+    interface: u32,
+    t_ns: u64,
+    orig_len: u32,
+    headers: Vec<u8>,
+}
+
+impl Captured {
+    fn ip_len(&self) -> u32 {
+        u32::from(u16::from_be_bytes([self.headers[2], self.headers[3]]))
+    }
+    fn tcp(&self) -> &[u8] {
+        &self.headers[20..]
+    }
+    fn tcp_header_len(&self) -> usize {
+        usize::from(self.tcp()[12] >> 4) * 4
+    }
+    fn payload_len(&self) -> u32 {
+        self.ip_len() - 20 - self.tcp_header_len() as u32
+    }
+    fn src_port(&self) -> u16 {
+        u16::from_be_bytes([self.tcp()[0], self.tcp()[1]])
+    }
+    fn dst_port(&self) -> u16 {
+        u16::from_be_bytes([self.tcp()[2], self.tcp()[3]])
+    }
+    fn flags(&self) -> u8 {
+        self.tcp()[13]
+    }
+    /// The TCP options as (kind, body).
+    fn options(&self) -> Vec<(u8, Vec<u8>)> {
+        let opts = &self.tcp()[20..self.tcp_header_len()];
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < opts.len() {
+            match opts[i] {
+                0 => break,
+                1 => i += 1,
+                kind => {
+                    let len = usize::from(opts[i + 1]);
+                    assert!(len >= 2 && i + len <= opts.len(), "option {kind} overruns");
+                    out.push((kind, opts[i + 2..i + len].to_vec()));
+                    i += len;
+                }
+            }
+        }
+        out
+    }
+    /// The DSS option's flags, if the packet carries one.
+    fn dss_flags(&self) -> Option<u8> {
+        self.options()
+            .into_iter()
+            .find(|(kind, body)| *kind == 30 && body[0] >> 4 == 2)
+            .map(|(_, body)| body[1])
+    }
+}
+
+fn u32_le(b: &[u8]) -> u32 {
+    u32::from_le_bytes(b[..4].try_into().unwrap())
+}
+
+/// Reads a pcapng file: the interface names and every packet, checking each block's framing.
+fn read(bytes: &[u8]) -> (Vec<String>, Vec<Captured>) {
+    let (mut names, mut packets) = (Vec::new(), Vec::new());
+    let mut at = 0;
+    while at < bytes.len() {
+        let kind = u32_le(&bytes[at..]);
+        let len = u32_le(&bytes[at + 4..]) as usize;
+        assert!(len % 4 == 0 && at + len <= bytes.len(), "block at {at}");
+        assert_eq!(
+            u32_le(&bytes[at + len - 4..]) as usize,
+            len,
+            "trailer at {at}"
+        );
+        let body = &bytes[at + 8..at + len - 4];
+        match kind {
+            0x0A0D_0D0A => assert_eq!(u32_le(body), 0x1A2B_3C4D, "byte-order magic"),
+            1 => {
+                // Options after linktype (2), reserved (2), snaplen (4): if_name is code 2.
+                let mut o = 8;
+                while o + 4 <= body.len() {
+                    let code = u16::from_le_bytes([body[o], body[o + 1]]);
+                    let olen = usize::from(u16::from_le_bytes([body[o + 2], body[o + 3]]));
+                    if code == 2 {
+                        names.push(String::from_utf8(body[o + 4..o + 4 + olen].to_vec()).unwrap());
+                    }
+                    o += 4 + olen.div_ceil(4) * 4;
+                }
+            }
+            6 => {
+                let caplen = u32_le(&body[12..]) as usize;
+                packets.push(Captured {
+                    interface: u32_le(body),
+                    t_ns: (u64::from(u32_le(&body[4..])) << 32) | u64::from(u32_le(&body[8..])),
+                    orig_len: u32_le(&body[16..]),
+                    headers: body[20..20 + caplen].to_vec(),
+                });
+            }
+            other => panic!("unexpected block type {other}"),
+        }
+        at += len;
+    }
+    (names, packets)
+}
+
+/// The one's-complement sum of `data` (RFC 1071), folded.
+fn ones_sum(mut sum: u32, data: &[u8]) -> u32 {
+    for pair in data.chunks(2) {
+        let hi = u32::from(pair[0]) << 8;
+        sum += hi | pair.get(1).map_or(0, |&lo| u32::from(lo));
+    }
+    while sum > 0xFFFF {
+        sum = (sum & 0xFFFF) + (sum >> 16);
+    }
+    sum
+}
+
+/// Checks every packet's headers; the model's wire length is each packet's IP length.
+fn check_headers(p: &Captured) {
+    let h = &p.headers;
+    assert_eq!(h[0], 0x45, "IPv4 without options");
+    assert_eq!(
+        p.ip_len(),
+        p.orig_len,
+        "IP total length is the packet's length"
+    );
+    assert_eq!(ones_sum(0, &h[..20]), 0xFFFF, "IPv4 header checksum");
+    assert_eq!(
+        h.len(),
+        20 + p.tcp_header_len(),
+        "headers captured, payload not"
+    );
+    // The TCP checksum covers a payload of zeros, which adds nothing to the sum.
+    let mut pseudo = Vec::from(&h[12..20]);
+    pseudo.extend_from_slice(&[0, 6]);
+    pseudo.extend_from_slice(&((p.ip_len() - 20) as u16).to_be_bytes());
+    assert_eq!(
+        ones_sum(ones_sum(0, &pseudo), p.tcp()),
+        0xFFFF,
+        "TCP checksum"
+    );
+    p.options();
+}
+
+fn capture(cfg: Config, vantage: Vantage) -> (Summary, Vec<String>, Vec<Captured>) {
+    let out = Shared::default();
+    let mut sim = Simulation::new(cfg, false).unwrap();
+    sim.capture(vantage, Box::new(out.clone())).unwrap();
+    let summary = sim.run().summary;
+    let (names, packets) = read(&out.0.borrow());
+    let mut last = 0;
+    for p in &packets {
+        assert!(p.t_ns >= last, "time went back at {}", p.t_ns);
+        last = p.t_ns;
+        check_headers(p);
+        assert!((p.interface as usize) < names.len());
+    }
+    (summary, names, packets)
+}
+
+/// Two lossy paths with small buffers (losses, SACK, retransmissions), a 3 MB file, and a
+/// competing MPTCP file and TCP bulk flow.
+fn lossy_with_flows() -> Config {
+    let mut c = scenario(
+        vec![
+            path("wifi", 20 * MBPS, 20 * MS, QueueSpec::Bytes(30_000), 0.01),
+            path("lte", 10 * MBPS, 80 * MS, QueueSpec::Bytes(60_000), 0.005),
+        ],
+        "default",
+        20 * S,
+    );
+    c.workload = Workload::File {
+        size_bytes: 3_000_001,
+    };
+    let flow = |protocol, size_bytes, paths| FlowConfig {
+        start_ns: 200 * MS,
+        protocol,
+        scheduler: "minrtt".into(),
+        scheduler_params: BTreeMap::new(),
+        congestion: "reno".into(),
+        size_bytes,
+        paths,
+    };
+    c.flows = vec![
+        flow(Protocol::Mptcp, Some(500_000), vec![0, 1]),
+        flow(Protocol::Tcp, None, vec![1]),
+    ];
+    c
+}
+
+fn is_data(p: &Captured) -> bool {
+    p.src_port() == 5201 && p.payload_len() > 0
+}
+
+#[test]
+fn the_sender_sees_every_data_packet_the_summary_counts() {
+    let (s, names, packets) = capture(lossy_with_flows(), Vantage::Sender);
+    assert_eq!(names, ["server wifi", "server lte"]);
+    // Each connection (client ports 40000, 40001, 40002) opens with a handshake and sends.
+    for k in 0..3u16 {
+        let port = 40_000 + k;
+        let first = packets
+            .iter()
+            .find(|p| p.dst_port() == port || p.src_port() == port)
+            .unwrap();
+        assert_eq!(
+            first.flags() & 0x02,
+            0x02,
+            "connection {k} begins with a SYN"
+        );
+        let sent: u64 = packets
+            .iter()
+            .filter(|p| is_data(p) && p.dst_port() == port)
+            .count() as u64;
+        let flow = &s.flows[usize::from(k)];
+        let counted = flow.packets_sent;
+        assert_eq!(sent, counted, "connection {k}");
+        assert!(counted > 0);
+    }
+    // Both files end with a DATA_FIN (RFC 8684 3.3.3) in the mapping of their last byte.
+    for port in [40_000, 40_001] {
+        let fins = packets
+            .iter()
+            .filter(|p| is_data(p) && p.dst_port() == port)
+            .filter(|p| p.dss_flags().is_some_and(|f| f & 0x10 != 0))
+            .count();
+        assert!(fins >= 1, "port {port}: no DATA_FIN");
+    }
+    // MPTCP ACKs carry at most one SACK block beside timestamps and the DSS; TCP ACKs three.
+    for p in packets
+        .iter()
+        .filter(|p| p.src_port() != 5201 && p.flags() & 0x02 == 0)
+    {
+        for (kind, body) in p.options() {
+            if kind == 5 {
+                let max = if p.src_port() == 40_002 { 3 } else { 1 };
+                assert!(body.len() / 8 <= max, "{} SACK blocks", body.len() / 8);
+            }
+        }
+    }
+}
+
+#[test]
+fn the_receiver_and_the_links_see_what_arrives() {
+    let cfg = lossy_with_flows();
+    let (_, names, sender) = capture(cfg.clone(), Vantage::Sender);
+    assert_eq!(names.len(), 2);
+    let (s, names, receiver) = capture(cfg.clone(), Vantage::Receiver);
+    assert_eq!(names, ["client wifi", "client lte"]);
+    let (_, names, links) = capture(cfg, Vantage::Links);
+    assert_eq!(names, ["wifi down", "wifi up", "lte down", "lte up"]);
+    // What the client receives is what the data links deliver: sent less the drops, less
+    // what is still on the way when the run ends.
+    let arrived = |ps: &[Captured]| ps.iter().filter(|p| is_data(p)).count() as u64;
+    assert_eq!(arrived(&receiver), arrived(&links));
+    let dropped: u64 = s.flows.iter().map(|f| f.queue_drops + f.random_drops).sum();
+    let sent = arrived(&sender);
+    assert!(dropped > 0);
+    assert!(arrived(&receiver) <= sent - dropped);
+    assert!(arrived(&receiver) + 200 > sent - dropped);
+    // Data crosses the down links only, ACKs the up links only.
+    for p in &links {
+        assert_eq!(p.interface % 2 == 0, p.src_port() == 5201);
+    }
+}
+
+#[test]
+fn a_failed_write_stops_the_run() {
+    struct Full(usize);
+    impl Write for Full {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if self.0 < buf.len() {
+                return Err(std::io::Error::other("disk full"));
+            }
+            self.0 -= buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut cfg = lossy_with_flows();
+    cfg.workload = Workload::Bulk;
+    cfg.flows.clear();
+    let mut sim = Simulation::new(cfg, false).unwrap();
+    sim.capture(Vantage::Sender, Box::new(Full(100_000)))
+        .unwrap();
+    let s = sim.run().summary;
+    // The run stops at its next check (every WATCH_EVERY events), marked as cut short.
+    let at = s.interrupted_at_s.expect("marked interrupted");
+    assert!(at < 19.0, "ran on to {at} s");
+}
