@@ -36,6 +36,7 @@ from mpsched.testbed import (
 )
 
 from .conftest import ROOT
+from .tshark import needs_tshark, packets
 
 _MISSING = missing_capabilities("tcp")
 needs_testbed = pytest.mark.skipif(
@@ -358,6 +359,45 @@ def test_mptcp_run_has_the_simulator_summary_keys() -> None:
         assert sub["srtt_ms"] is not None and sub["cwnd_segments"] > 0
     assert summary["goodput_mbps"] > 35
     assert summary["scheduler"] == "kernel:default"
+
+
+@needs_mptcp
+@needs_tshark
+def test_the_kernels_packets_as_pcapng(tmp_path: Path) -> None:
+    """--trace-headers also writes the kernels' packets as pcapng: every packet that entered a
+    link, and the data sequence numbers tshark decodes from the kernel's DSS options are those
+    the emulator's own parser read (raw/data.parquet), packet for packet."""
+    import pandas as pd
+
+    config = to_native(load(ROOT / "scenarios" / "stms-lab.toml", {"duration": "3s"}))
+    config["scheduler"] = "default"
+    capture = tmp_path / "capture.pcapng"
+    emulate(config, raw_dir=tmp_path / "raw", header_trace=True, pcap=capture)
+    report = json.loads((tmp_path / "raw" / "emulator.json").read_text())
+    frame = packets(
+        capture,
+        {"name": "frame.interface_name", "len": "tcp.len", "dsn": "mptcp.dsn", "tcp": "tcp.stream"},
+    )
+    entered = {
+        f"{link['name']} {link['direction']}": link["enqueued"]
+        + link["queue_drops"]
+        + link["random_drops"]
+        for thread in report["threads"]
+        for link in thread["links"]
+    }
+    assert frame.groupby("name").size().to_dict() == entered
+    assert report["pcap_packets"] == sum(entered.values())
+    # One MPTCP connection, a TCP subflow on each path.
+    streams = frame.dropna(subset=["dsn"]).groupby("name").tcp.unique()
+    assert sorted(len(s) for s in streams) == [1, 1, 1, 1]
+    data = frame[(frame.len > 0) & frame.name.str.endswith("down")].dropna(subset=["dsn"])
+    assert len(data) > 10_000
+    decoded = sorted(
+        zip(data.name.str.split().str[0], data.t_ns, data.dsn.astype("int64") - 1, strict=True)
+    )
+    parsed = pd.read_parquet(tmp_path / "raw" / "data.parquet")
+    ours = sorted(zip(parsed.path, parsed.t_ns, parsed.dsn_bytes, strict=True))
+    assert decoded == ours
 
 
 # --- nothing left behind ---

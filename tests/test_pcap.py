@@ -8,9 +8,6 @@ installs it).
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -18,69 +15,12 @@ import pandas as pd
 import pytest
 
 from .conftest import run_subprocess
+from .tshark import needs_tshark, packets, tshark
+
+pytestmark = needs_tshark
 
 SERVER = "10.20.0.1"
 MSS = 1424
-TSHARK = shutil.which("tshark")
-
-if TSHARK is None and os.environ.get("MPSCHED_REQUIRE_TSHARK") == "1":
-    raise RuntimeError("MPSCHED_REQUIRE_TSHARK=1 but tshark is not installed")
-pytestmark = pytest.mark.skipif(TSHARK is None, reason="tshark is not installed")
-
-FIELDS = {
-    "time": "frame.time_epoch",
-    "interface": "frame.interface_id",
-    "src": "ip.src",
-    "ip_len": "ip.len",
-    "frame_len": "frame.len",
-    "seq": "tcp.seq",
-    "len": "tcp.len",
-    "syn": "tcp.flags.syn",
-    "ssn": "tcp.options.mptcp.subflowseqno",
-    "dsn": "mptcp.dsn",
-    "data_ack": "mptcp.ack",
-    "stream": "mptcp.stream",
-}
-
-
-def tshark(capture: Path, *args: str) -> str:
-    """Runs tshark on `capture` with MPTCP analysis and relative sequence numbers."""
-    assert TSHARK is not None
-    proc = subprocess.run(
-        [
-            TSHARK,
-            "-r",
-            str(capture),
-            "-o",
-            "mptcp.analyze_mappings:TRUE",
-            "-o",
-            "mptcp.relative_sequence_numbers:TRUE",
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    )
-    return proc.stdout
-
-
-def packets(capture: Path) -> pd.DataFrame:
-    """Every packet's fields as tshark decodes them; times in integer nanoseconds, exactly."""
-    args = ["-T", "fields", "-E", "separator=,", "-E", "occurrence=f"]
-    for field in FIELDS.values():
-        args += ["-e", field]
-    text = tshark(capture, *args)
-    rows = [line.split(",") for line in text.splitlines()]
-    frame = pd.DataFrame(rows, columns=list(FIELDS))
-    seconds, fraction = frame["time"].str.split(".", expand=True).T.to_numpy()
-    frame["t_ns"] = seconds.astype(np.int64) * 10**9 + np.array(
-        [int(f.ljust(9, "0")) for f in fraction], dtype=np.int64
-    )
-    for column in FIELDS:
-        if column not in ("time", "src"):
-            frame[column] = pd.to_numeric(frame[column].replace("", np.nan))
-    return frame
 
 
 def simulate(tmp_path: Path, *args: str) -> Path:

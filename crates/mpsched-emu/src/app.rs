@@ -9,7 +9,7 @@
 //!   stops the links;
 //! - then prints the report (`{"report": ...}`) and exits; the TUN devices vanish with it.
 
-use crate::config::{EmuConfig, Threads};
+use crate::config::{EmuConfig, Threads, PCAP_PACKETS};
 use crate::engine::{self, Port, Shared, WorkerReport};
 use crate::hist::{Hist, Lateness};
 use crate::sys;
@@ -30,6 +30,11 @@ struct Report {
     spin_us: u64,
     threads: Vec<WorkerReport>,
     lateness: Lateness,
+    /// Packets written to the pcapng (`pcap` in the config), or why it could not be written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pcap_packets: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pcap_error: Option<String>,
 }
 
 fn fail(msg: String) -> ! {
@@ -59,6 +64,10 @@ pub fn run(args: &[String]) -> ! {
     }
     let mut down = vec![];
     let mut up = vec![];
+    let pcap_cap = match cfg.header_trace {
+        0 => PCAP_PACKETS,
+        n => n,
+    };
     for plan in plans {
         let (c, s) = (&fds[plan.path].0, &fds[plan.path].1);
         if plan.down {
@@ -66,11 +75,17 @@ pub fn run(args: &[String]) -> ! {
             if cfg.header_trace > 0 {
                 port.trace_headers(cfg.header_trace);
             }
+            if cfg.pcap.is_some() {
+                port.capture_packets(pcap_cap);
+            }
             down.push(port);
         } else {
             let mut port = Port::new(plan, seed, c.as_raw_fd(), s.as_raw_fd());
             if cfg.header_trace > 0 {
                 port.trace_headers(cfg.header_trace);
+            }
+            if cfg.pcap.is_some() {
+                port.capture_packets(pcap_cap);
             }
             up.push(port);
         }
@@ -150,6 +165,13 @@ pub fn run(args: &[String]) -> ! {
         }
     }
     let wall_s = (sys::now_ns() - start) as f64 * 1e-9;
+    let (pcap_packets, pcap_error) = match &cfg.pcap {
+        Some(path) => match write_pcap(path, &mut threads, &shared) {
+            Ok(n) => (Some(n), None),
+            Err(e) => (None, Some(format!("{path}: {e}"))),
+        },
+        None => (None, None),
+    };
     let (u1, s1) = sys::cpu_times(false);
     let mut all = Hist::default();
     for t in &threads {
@@ -167,9 +189,41 @@ pub fn run(args: &[String]) -> ! {
         spin_us: cfg.spin_us,
         threads,
         lateness: all.summary(),
+        pcap_packets,
+        pcap_error,
     };
     let _ = writeln!(out, "{}", serde_json::json!({ "report": report }));
     let _ = out.flush();
     drop(fds);
     std::process::exit(0)
+}
+
+/// Writes the links' packet logs to `path` as pcapng, stamped from the scenario's time zero
+/// (the emulator's start if none was set); the logs are freed as they are taken.
+fn write_pcap(path: &str, threads: &mut [WorkerReport], shared: &Shared) -> std::io::Result<u64> {
+    let zero = match shared.epoch.load(Ordering::Relaxed) {
+        0 => shared.origin,
+        e => e,
+    };
+    let mut links: Vec<(usize, bool, String, crate::pcap::PacketLog)> = threads
+        .iter_mut()
+        .flat_map(|t| t.links.iter_mut())
+        .filter_map(|l| {
+            let log = l.packets.take()?;
+            Some((
+                l.path,
+                l.direction == "up",
+                format!("{} {}", l.name, l.direction),
+                log,
+            ))
+        })
+        .collect();
+    // Interfaces in the simulator's order: per path, down then up.
+    links.sort_by_key(|(path, up, _, _)| (*path, *up));
+    let named: Vec<(String, &crate::pcap::PacketLog)> = links
+        .iter()
+        .map(|(_, _, name, log)| (name.clone(), log))
+        .collect();
+    let file = std::io::BufWriter::new(std::fs::File::create(path)?);
+    crate::pcap::write(file, &named, zero)
 }

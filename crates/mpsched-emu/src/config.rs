@@ -25,7 +25,14 @@ pub struct EmuConfig {
     /// link; 0 records nothing.
     #[serde(default)]
     pub header_trace: usize,
+    /// Also write the packets entering the links as pcapng to this file (their IP and TCP
+    /// headers; at most `header_trace` packets per link, or `PCAP_PACKETS` if that is 0).
+    #[serde(default)]
+    pub pcap: Option<String>,
 }
+
+/// Packets kept per link for the pcapng when `header_trace` does not say.
+pub const PCAP_PACKETS: usize = 5_000_000;
 
 fn default_spin_us() -> u64 {
     50

@@ -4,6 +4,7 @@
 use crate::config::{LinkChange, LinkPlan};
 use crate::hist::{Hist, Lateness};
 use crate::packet::IpPacket;
+use crate::pcap::PacketLog;
 use crate::sys;
 use crate::tcp::HeaderTrace;
 use mpsched_core::link::{Link, LinkStats};
@@ -61,6 +62,8 @@ pub struct Port {
     burst: usize,
     /// The headers of the segments entering this link, when asked for.
     headers: Option<HeaderTrace>,
+    /// The packets entering this link, for the pcapng, when asked for.
+    packets: Option<PacketLog>,
 }
 
 impl Port {
@@ -79,12 +82,18 @@ impl Port {
             write_errors: 0,
             burst: 64,
             headers: None,
+            packets: None,
         }
     }
 
     /// Records the headers of every TCP segment entering this link (at most `cap`).
     pub fn trace_headers(&mut self, cap: usize) {
         self.headers = Some(HeaderTrace::new(cap));
+    }
+
+    /// Keeps every packet entering this link (at most `cap`) for the pcapng.
+    pub fn capture_packets(&mut self, cap: usize) {
+        self.packets = Some(PacketLog::new(cap));
     }
 }
 
@@ -116,6 +125,12 @@ pub struct PortReport {
     /// epoch (since the start of the emulator if no epoch was set).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub headers: Option<HeaderTrace>,
+    /// Packets entering the link not kept for the pcapng (its log was full).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pcap_not_kept: Option<u64>,
+    /// The packets for the pcapng (written by the controlling thread).
+    #[serde(skip)]
+    pub packets: Option<PacketLog>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -222,6 +237,8 @@ pub fn run(mut ports: Vec<Port>, shared: &Shared, spin_ns: u64) -> std::io::Resu
                     w.t_ns.iter_mut().for_each(|t| *t = t.saturating_sub(zero));
                     w
                 }),
+                pcap_not_kept: p.packets.as_ref().map(|l| l.overflow),
+                packets: p.packets.take(),
             }
         })
         .collect();
@@ -269,6 +286,9 @@ fn receive(port: &mut Port, shared: &Shared, buf: &mut [u8], pool: &mut Vec<Vec<
                 let abs = sys::now_ns();
                 if let Some(w) = port.headers.as_mut() {
                     w.record(abs, &bytes);
+                }
+                if let Some(log) = port.packets.as_mut() {
+                    log.record(abs, &bytes);
                 }
                 // A refused packet is dropped, as on a real link; the link counts it.
                 let refused = port

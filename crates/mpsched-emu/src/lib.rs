@@ -39,5 +39,6 @@ pub mod config;
 pub mod engine;
 pub mod hist;
 pub mod packet;
+pub mod pcap;
 pub mod sys;
 pub mod tcp;

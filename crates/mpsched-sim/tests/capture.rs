@@ -95,7 +95,10 @@ fn read(bytes: &[u8]) -> (Vec<String>, Vec<Captured>) {
     while at < bytes.len() {
         let kind = u32_le(&bytes[at..]);
         let len = u32_le(&bytes[at + 4..]) as usize;
-        assert!(len.is_multiple_of(4) && at + len <= bytes.len(), "block at {at}");
+        assert!(
+            len.is_multiple_of(4) && at + len <= bytes.len(),
+            "block at {at}"
+        );
         assert_eq!(
             u32_le(&bytes[at + len - 4..]) as usize,
             len,

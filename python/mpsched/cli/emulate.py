@@ -11,7 +11,7 @@ from ..errors import ScenarioError
 from ..scenario import load, parse_set, to_native
 from ..testbed.kernel import TestbedError
 from ..testbed.run import emulate
-from .options import json_option, set_option
+from .options import CAPTURE_NAME, json_option, set_option
 from .render import print_emulation
 
 __all__ = ["emulate_command"]
@@ -58,7 +58,8 @@ __all__ = ["emulate_command"]
     "header_trace",
     is_flag=True,
     help="Record every packet's TCP/MPTCP headers (needs --out): raw/windows.parquet (the "
-    "client's windows and Data ACKs) and raw/data.parquet (the server's data mappings).",
+    "client's windows and Data ACKs), raw/data.parquet (the server's data mappings) and "
+    "capture.pcapng (the kernels' packets entering each link, for Wireshark and tshark).",
 )
 def emulate_command(
     file: str | None,
@@ -90,6 +91,7 @@ def emulate_command(
             rt_priority=rt_priority,
             raw_dir=None if out is None else out / "raw",
             header_trace=header_trace,
+            pcap=out / CAPTURE_NAME if header_trace and out is not None else None,
         )
     except TestbedError as exc:
         raise click.ClickException(str(exc)) from None
@@ -100,7 +102,10 @@ def emulate_command(
             (out / "scenario.json").write_text(json.dumps(config, indent=2) + "\n", "utf-8")
         except OSError as exc:
             raise ScenarioError(f"--out {out}: cannot write: {exc.strerror or exc}") from None
-        click.echo(f"wrote {out}/summary.json, scenario.json, raw/", err=True)
+        written = "summary.json, scenario.json, raw/"
+        if header_trace:
+            written += f", {CAPTURE_NAME}"
+        click.echo(f"wrote {out}/{written}", err=True)
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:

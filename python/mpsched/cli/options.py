@@ -6,7 +6,11 @@ from typing import Any
 
 import click
 
-__all__ = ["json_option", "override_options", "set_option"]
+__all__ = ["CAPTURE_NAME", "json_option", "override_options", "set_option"]
+
+# A packet capture's name in an output directory (`run --out DIR --pcap`, `emulate --out DIR
+# --trace-headers`).
+CAPTURE_NAME = "capture.pcapng"
 
 # `mpsched run` and `mpsched emulate`: one scenario, its keys overridden one by one.
 set_option = click.option(

@@ -14,14 +14,11 @@ from ..errors import ScenarioError
 from ..scenario import load, parse_set, to_native
 from ..traces import TABLES
 from ..units import UnitError, parse_duration, parse_size
-from .options import json_option, set_option
+from .options import CAPTURE_NAME, json_option, set_option
 from .progress import RunProgress
 from .render import print_summary
 
-__all__ = ["CAPTURE_NAME", "run_command"]
-
-# The capture's name in an output directory (`--out DIR --pcap`).
-CAPTURE_NAME = "capture.pcapng"
+__all__ = ["run_command"]
 
 
 @click.command("run")

@@ -163,9 +163,11 @@ class Testbed:
         rt_priority: int = 10,
         kernel_scheduler: str = "default",
         header_trace: int = 0,
+        pcap: Path | None = None,
     ) -> None:
         self.config = dict(config)
         self.header_trace = header_trace
+        self.pcap = pcap
         self.paths = list(self.config["paths"])
         self.protocol = str(self.config["protocol"])
         self.run_id = secrets.token_hex(3)
@@ -303,6 +305,7 @@ class Testbed:
             "threads": self.threads,
             "rt_priority": self.rt_priority,
             "header_trace": self.header_trace,
+            "pcap": None if self.pcap is None else str(self.pcap.resolve()),
         }
         path = self._tmp / "emulator.json"
         path.write_text(json.dumps(cfg))

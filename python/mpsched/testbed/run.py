@@ -69,6 +69,7 @@ def emulate(
     rt_priority: int = 10,
     raw_dir: Path | None = None,
     header_trace: bool = False,
+    pcap: Path | None = None,
 ) -> dict[str, Any]:
     """Run a scenario on the kernel over emulated paths and return its summary.
 
@@ -78,6 +79,9 @@ def emulate(
     emulator report, counters). ``header_trace`` records the headers of every packet (the
     emulator reads them): the client's windows and Data ACKs into ``raw_dir/windows.parquet``
     and the server's data mappings into ``raw_dir/data.parquet`` (:func:`header_tables`).
+    ``pcap`` receives the kernels' packets as pcapng (IP and TCP headers of every packet
+    entering an emulated link, stamped from the client's connect; interfaces "PATH down" and
+    "PATH up").
     """
     if isinstance(scenario, Scenario):
         config = to_native(scenario)
@@ -89,6 +93,11 @@ def emulate(
     reason = missing_capabilities(config["protocol"])
     if reason:
         raise TestbedError(f"the kernel testbed {reason}")
+    if pcap is not None:
+        try:
+            pcap.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise TestbedError(f"cannot write the capture {pcap}: {exc.strerror or exc}") from None
     start = time.perf_counter()
     duration_s = config["duration_ns"] / 1e9
     with Testbed(
@@ -98,6 +107,7 @@ def emulate(
         rt_priority=rt_priority,
         kernel_scheduler=sched,
         header_trace=HEADER_TRACE_ROWS if header_trace else 0,
+        pcap=pcap,
     ) as bed:
         server = _loadgen(bed, "server")
         assert server.stdout is not None
@@ -119,6 +129,8 @@ def emulate(
         counters = {"server": bed.nstat(bed.server_ns), "client": bed.nstat(bed.client_ns)}
         report = bed.stop_emulator()
     headers = pop_headers(report)
+    if report.get("pcap_error"):
+        raise TestbedError(f"the emulator could not write the capture: {report['pcap_error']}")
     summary = summarize(
         config,
         client_out,
