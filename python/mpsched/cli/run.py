@@ -51,7 +51,8 @@ __all__ = ["run_command"]
     default="4GB",
     show_default=True,
     metavar="SIZE",
-    help="With --out, stop with an error once the traces reach SIZE (before a disk fills).",
+    help="Stop with an error once the traces (--out) or the capture (--pcap) reach SIZE "
+    "(before a disk fills).",
 )
 @click.option(
     "--pcap",
