@@ -164,3 +164,19 @@ def test_figures_of_a_result_in_memory_match_those_of_its_run_directory(tmp_path
     assert any("rr" in label for label in totals), totals
     with pytest.raises(ValueError, match="1 labels for 2 runs"):
         figures(in_memory, in_memory, labels=["one"])
+
+
+def test_a_fast_sawtooth_is_drawn_as_its_range_and_mean() -> None:
+    """The send buffer refills in blocks every few hundred ms: over a minute a line of it is a
+    solid band, so the panel draws each bin's range and mean instead."""
+    import numpy as np
+
+    from mpsched.plot import _envelope
+
+    t_ns = np.arange(6000, dtype=np.int64) * 10_000_000  # 60 s sampled every 10 ms
+    saw = 3000 + (np.arange(6000) % 37) * 40.0  # period 370 ms, 3000..4440
+    centers, lo, mean, hi, width = _envelope(t_ns, saw, bins=200)
+    assert len(centers) == 200 and width == pytest.approx(0.29995)
+    assert lo.min() == 3000 and hi.max() == 4440
+    assert np.all(lo <= mean) and np.all(mean <= hi)
+    assert abs(mean.mean() - saw.mean()) < 10

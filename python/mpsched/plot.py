@@ -154,6 +154,32 @@ def _bin(t_ns: np.ndarray, values: np.ndarray, how: str = "mean") -> tuple[np.nd
     return centers[keep], last[keep]
 
 
+# Bins of an envelope (`_envelope`): few enough that a fast oscillation reads as a band.
+ENVELOPE_BINS = 200
+
+
+def _envelope(
+    t_ns: np.ndarray, values: np.ndarray, bins: int = ENVELOPE_BINS
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
+    """Min, mean and max of a sampled series in `bins` equal time bins: (centers in s, min,
+    mean, max, bin width in s)."""
+    import numpy as np
+
+    t0, t1 = int(t_ns.min()), int(t_ns.max())
+    width = max((t1 - t0) / bins, 1.0)
+    idx = np.minimum(((t_ns - t0) / width).astype(np.int64), bins - 1)
+    v = values.astype(np.float64)
+    counts = np.bincount(idx, minlength=bins)
+    keep = counts > 0
+    lo = np.full(bins, np.inf)
+    hi = np.full(bins, -np.inf)
+    np.minimum.at(lo, idx, v)
+    np.maximum.at(hi, idx, v)
+    mean = np.bincount(idx, weights=v, minlength=bins)[keep] / counts[keep]
+    centers = (t0 + (np.arange(bins) + 0.5) * width) / 1e9
+    return centers[keep], lo[keep], mean, hi[keep], width / 1e9
+
+
 def _window_ns(run: Run) -> int:
     duration_ns = int(float(run.summary.get("duration_s") or 1.0) * 1e9)
     for ms in (10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 30_000, 60_000):
@@ -474,6 +500,7 @@ def plot_buffers(runs: Sequence[Run], labels: Sequence[str]) -> Figure | None:
     if all(f.empty for f in frames):
         return None
     compare = len(runs) > 1
+    send_title = "send buffer"
     fig = _figure(3, "Connection buffers over time (sampled)", labels)
     axes = fig.subplots(3, 1, sharex=True)
     for r, f in enumerate(frames):
@@ -497,12 +524,27 @@ def plot_buffers(runs: Sequence[Run], labels: Sequence[str]) -> Figure | None:
             linewidth=1.0,
             label="_" if compare else "advertised receive window",
         )
-        axes[2].plot(
-            t,
-            f["sndbuf_used_bytes"] / 1e3,
-            color=held,
-            label=labels[r] if compare else "written, not yet Data-ACKed",
-        )
+        # The application refills the send buffer in blocks: a sawtooth too fast to see over
+        # a long run, drawn as its range and mean per bin.
+        t_ns = f["t_ns"].to_numpy()
+        used = f["sndbuf_used_bytes"].to_numpy()
+        if len(t_ns) > 4 * ENVELOPE_BINS:
+            centers, lo, mean, hi, width = _envelope(t_ns, used / 1e3)
+            send_title = f"send buffer (line: mean, shaded: range, per {width * 1e3:.0f} ms)"
+            axes[2].fill_between(centers, lo, hi, color=held, alpha=0.18, linewidth=0)
+            axes[2].plot(
+                centers,
+                mean,
+                color=held,
+                label=labels[r] if compare else "written, not yet Data-ACKed",
+            )
+        else:
+            axes[2].plot(
+                t,
+                used / 1e3,
+                color=held,
+                label=labels[r] if compare else "written, not yet Data-ACKed",
+            )
         if not compare:
             for ax, key, what in (
                 (axes[1], "rcvbuf_bytes", "receive"),
@@ -524,7 +566,7 @@ def plot_buffers(runs: Sequence[Run], labels: Sequence[str]) -> Figure | None:
         + (": solid held, dashed advertised window" if compare else "")
     )
     axes[1].set_ylabel("KB")
-    axes[2].set_title("send buffer")
+    axes[2].set_title(send_title)
     axes[2].set_ylabel("KB")
     for ax in axes:
         ax.set_ylim(bottom=0)
