@@ -67,8 +67,24 @@ def _default() -> dict[str, object]:
         (lambda s: s["path"][0].__setitem__("rate", "30mbps"), "does not match"),
         (lambda s: s["path"][0].__setitem__("queue", "50"), "does not match"),
         (lambda s: s.__setitem__("duration", "60"), "does not match"),
+        (lambda s: s["connection"].__setitem__("scheduler", "lowrtt"), "is not valid under any"),
+        (lambda s: s["connection"].__setitem__("congestion", "bbr"), "is not one of"),
+        (lambda s: s["connection"].__setitem__("stack", "4.19"), "is not one of"),
+        (lambda s: s["connection"].__setitem__("protocol", "quic"), "is not one of"),
     ],
-    ids=["top-level", "connection", "path", "bare-rate", "lowercase", "bare-queue", "bare-s"],
+    ids=[
+        "top-level",
+        "connection",
+        "path",
+        "bare-rate",
+        "lowercase",
+        "bare-queue",
+        "bare-s",
+        "scheduler",
+        "congestion",
+        "stack",
+        "protocol",
+    ],
 )
 def test_the_schema_rejects_what_the_loader_rejects(
     edit, why: str, validator: jsonschema.Draft202012Validator
@@ -105,3 +121,19 @@ def test_every_scenario_key_has_a_meaning_and_accepts_something() -> None:
     assert len(rows) == sum(len(t.model_fields) for t in (model.Scenario, model.Connection,
         model.Workload, model.PathSpec, model.ScheduleEntry, model.FlowSpec))  # fmt: skip
     assert all(row.split(" | ")[1].strip() for row in rows), "a key without what it accepts"
+
+
+def test_an_editor_completes_the_names_and_accepts_a_python_scheduler(
+    validator: jsonschema.Draft202012Validator,
+) -> None:
+    """The names come from the native contract, so the schema lists what the simulator runs."""
+    from mpsched import contract
+
+    schema = scenario_schema()
+    connection = schema["$defs"]["Connection"]["properties"]
+    assert connection["congestion"]["enum"] == list(contract.names("congestion_controls"))
+    assert connection["scheduler"]["anyOf"][0]["enum"] == list(contract.names("schedulers"))
+    for scheduler in ("stms-c", "examples/fastest_first.py:FastestFirst", "mymodule:MySched"):
+        raw = _default()
+        raw["connection"]["scheduler"] = scheduler
+        assert [e.message for e in validator.iter_errors(raw)] == [], scheduler

@@ -7,9 +7,12 @@ value can be written as TOML does (``"20ms"``, ``"6MiB"``) and every error names
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Annotated
 
-from pydantic import BeforeValidator, ValidationInfo, WithJsonSchema
+from pydantic import BeforeValidator, GetJsonSchemaHandler, ValidationInfo, WithJsonSchema
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from ..units import QueueLimit, json_schema, parse_duration, parse_queue, parse_rate, parse_size
 
@@ -67,9 +70,54 @@ def _convert_bool(value: object, info: ValidationInfo) -> object:
     return value
 
 
-def choice(
-    options: tuple[str, ...] | Callable[[], tuple[str, ...]], *, optional: bool = False
-) -> BeforeValidator:
+Options = tuple[str, ...] | Callable[[], tuple[str, ...] | None]
+
+
+def _names(options: Options) -> tuple[str, ...] | None:
+    return options() if callable(options) else options
+
+
+@dataclass(frozen=True)
+class Choice(BeforeValidator):
+    """A validator of one of a set of names whose JSON Schema lists them (``enum``), so that an
+    editor completes them. ``python``: a scheduler written in Python (``FILE.py:Class``,
+    ``module:Class``) is accepted too."""
+
+    options: Options = ()
+    python: bool = False
+
+    def __get_pydantic_json_schema__(
+        self, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        schema = handler(core_schema)
+        names = _names(self.options)
+        if names is None:
+            return schema
+        branches = schema.get("anyOf", [schema])
+        for branch in branches:
+            if branch.get("type") != "string":
+                continue
+            if self.python:
+                del branch["type"]
+                branch["anyOf"] = [
+                    {"type": "string", "enum": list(names)},
+                    {
+                        "type": "string",
+                        "pattern": PYTHON_SCHEDULER_PATTERN,
+                        "description": "a scheduler written in Python: FILE.py:Class or "
+                        "module:Class",
+                    },
+                ]
+            else:
+                branch["enum"] = list(names)
+        return schema
+
+
+#: A scheduler written in Python, as a scenario names it: ``FILE.py:Class`` or ``module:Class``.
+PYTHON_SCHEDULER_PATTERN = r"^[^:]+:[A-Za-z_][A-Za-z0-9_]*$"
+
+
+def choice(options: Options, *, optional: bool = False) -> BeforeValidator:
     """Accepts one of ``options`` (or of what the callable returns when validating: the
     contract's names, read from the native module when first needed)."""
 
@@ -84,7 +132,26 @@ def choice(
         return value
 
     check.choices = options  # type: ignore[attr-defined]  # read by the scenario reference
-    return BeforeValidator(check)
+    return Choice(check, options=options)
+
+
+@dataclass(frozen=True)
+class SchedulerChoice(Choice):
+    """A scheduler's name (the scenario reference describes it)."""
+
+
+def scheduler_choice(
+    options: Options, *, optional: bool = False, python: bool = True
+) -> BeforeValidator:
+    """A scheduler's name, listed in the JSON Schema (with ``python``, a scheduler written in
+    Python too); the scenario checks it against the native ones, where it knows them."""
+
+    def check(value: object, info: ValidationInfo) -> object:
+        if value is None and optional:
+            return None
+        return _convert_string(value, info)
+
+    return SchedulerChoice(check, options=options, python=python)
 
 
 def _convert_seed(value: object, info: ValidationInfo) -> object:

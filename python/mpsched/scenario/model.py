@@ -20,7 +20,6 @@ from .fields import (
     Count,
     Flag,
     Name,
-    NonEmptyString,
     NonNegativeDuration,
     OptionalDuration,
     OptionalQueue,
@@ -36,6 +35,7 @@ from .fields import (
     Seed,
     Shape,
     choice,
+    scheduler_choice,
 )
 
 __all__ = [
@@ -77,6 +77,11 @@ def _scheduler_names() -> tuple[str, ...] | None:
     return contract.names("schedulers")
 
 
+def _known_schedulers() -> tuple[str, ...] | None:
+    """`_scheduler_names()` when asked, so that a test's replacement of it counts."""
+    return _scheduler_names()
+
+
 # --- models ---
 
 
@@ -91,8 +96,9 @@ class Connection(_Model):
 
     protocol: Annotated[str, choice(PROTOCOLS)] = "mptcp"
     """`tcp` uses only the first selected path."""
-    scheduler: NonEmptyString = "default"
-    """Packet scheduler; one of `mpsched schedulers`."""
+    scheduler: Annotated[str, scheduler_choice(_known_schedulers)] = "default"
+    """Packet scheduler: one of `mpsched schedulers`, or one written in Python
+    (`FILE.py:Class`, `module:Class`)."""
     congestion: Annotated[str, choice(CONGESTION_CONTROLS)] = "cubic"
     """Congestion control."""
     sndbuf: PositiveSize = "6MiB"  # type: ignore[assignment]
@@ -186,7 +192,9 @@ class FlowSpec(_Model):
     """
     protocol: Annotated[str | None, choice(PROTOCOLS, optional=True)] = None
     """Unset: the connection's."""
-    scheduler: NonEmptyString | None = None
+    scheduler: Annotated[
+        str | None, scheduler_choice(_known_schedulers, optional=True, python=False)
+    ] = None
     """Unset: the connection's. A built-in scheduler (a Python scheduler drives only the main
     connection).
     """

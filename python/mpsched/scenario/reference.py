@@ -56,6 +56,10 @@ _TABLE_NAMES = {
 
 def _accepts(annotation: Any, metadata: list[Any]) -> str:
     for item in metadata:
+        if isinstance(item, f.SchedulerChoice):
+            if item.python:
+                return "a name from `mpsched schedulers`, or `FILE.py:Class`, `module:Class`"
+            return "a name from `mpsched schedulers`"
         choices = getattr(getattr(item, "func", None), "choices", None)
         if choices is not None:
             names = choices() if callable(choices) else choices
