@@ -424,3 +424,39 @@ def test_a_rate_limited_application() -> None:
     assert error(text, {"workload.warmup": "2min"}).startswith("workload.warmup: must be shorter")
     bulk = MINIMAL + '[workload]\nkind = "bulk"\nrate = "1Mbps"\n'
     assert error(bulk).startswith("workload.rate: only for kind = 'rate'")
+
+
+def test_bursty_loss_of_each_direction() -> None:
+    raw = {
+        "path": [
+            {"name": "a", "rate": "10Mbps", "rtt": "20ms", "loss": 0.01, "loss_burst": 10},
+            {
+                "name": "b",
+                "rate": "10Mbps",
+                "rtt": "20ms",
+                "ack_gilbert_elliott": {"p": 0.001, "r": 0.2, "loss_bad": 0.5},
+            },
+        ]
+    }
+    a, b = to_native(load(raw))["paths"]
+    assert a["down"]["loss"] == 0.01 and a["down"]["loss_burst"] == 10.0
+    assert "loss_burst" not in a["up"] and "gilbert_elliott" not in a["down"]
+    assert b["up"]["gilbert_elliott"] == {"p": 0.001, "r": 0.2, "loss_good": 0.0, "loss_bad": 0.5}
+
+
+@pytest.mark.parametrize(
+    ("keys", "message"),
+    [
+        ({"loss_burst": 0.5}, "path[0].loss_burst ('a'): loss_burst must be >= 1"),
+        ({"loss": 0.6, "loss_burst": 1.2}, "needs bursts of at least 1.500 packets"),
+        ({"loss": 0.01, "gilbert_elliott": {"p": 0.1, "r": 0.5}}, "replaces loss and loss_burst"),
+        ({"gilbert_elliott": {"p": 0.1, "r": 0.0}}, "gilbert_elliott.r ('a'): must be > 0"),
+        ({"gilbert_elliott": {"p": 1.5, "r": 0.1}}, "p must be in [0, 1]"),
+        ({"ack_gilbert_elliott": {"p": 0.1}}, "ack_gilbert_elliott.r"),
+    ],
+)
+def test_bad_loss_settings_name_the_key(keys: dict[str, Any], message: str) -> None:
+    path = {"name": "a", "rate": "10Mbps", "rtt": "20ms", **keys}
+    with pytest.raises(ScenarioError) as err:
+        load({"path": [path]})
+    assert message in str(err.value)

@@ -113,13 +113,13 @@ def test_every_scenario_key_has_a_meaning_and_accepts_something() -> None:
     from mpsched.scenario import model
     from mpsched.scenario.reference import scenario_markdown
 
-    for table in (model.Scenario, model.Connection, model.Workload, model.PathSpec,
-                  model.ScheduleEntry, model.FlowSpec):  # fmt: skip
+    tables = (model.Scenario, model.Connection, model.Workload, model.PathSpec,
+              model.ScheduleEntry, model.GilbertElliott, model.FlowSpec)  # fmt: skip
+    for table in tables:
         for name, field in table.model_fields.items():
             assert field.description, f"{table.__name__}.{name} has no docstring"
     rows = [line for line in scenario_markdown().splitlines() if line.startswith("| `")]
-    assert len(rows) == sum(len(t.model_fields) for t in (model.Scenario, model.Connection,
-        model.Workload, model.PathSpec, model.ScheduleEntry, model.FlowSpec))  # fmt: skip
+    assert len(rows) == sum(len(t.model_fields) for t in tables)
     assert all(row.split(" | ")[1].strip() for row in rows), "a key without what it accepts"
 
 

@@ -13,6 +13,7 @@
 pub mod cc;
 pub mod conn;
 pub mod link;
+pub mod loss;
 pub mod packet;
 pub mod rng;
 pub mod rtt;

@@ -1,4 +1,4 @@
-//! One direction of a path: Bernoulli loss, a FIFO drop-tail queue, a serializer at the
+//! One direction of a path: random loss (independent or bursty, `loss`), a FIFO drop-tail queue, a serializer at the
 //! bottleneck rate, then a propagation delay line, optionally with a per-packet delay variation
 //! (netem's `delay D J distribution normal`) that never reorders: a packet drawn to arrive
 //! before the one ahead of it waits for it, as behind netem with a rate or a FIFO after it.
@@ -12,6 +12,7 @@
 //! description of a path means the same thing in both. All it needs of a packet is its size on
 //! the wire ([`HasWireLen`]).
 
+use crate::loss::{Loss, LossModel};
 use crate::packet::Packet;
 use crate::rng::Rng;
 use crate::time::{Dur, Time};
@@ -32,7 +33,7 @@ pub struct LinkConfig {
     pub rate: Rate,
     pub delay: Dur,
     pub queue: QueueLimit,
-    pub loss: f64,
+    pub loss: LossModel,
     /// Standard deviation of each packet's propagation delay (normal, cut at 4 sigma and at
     /// zero delay); zero: a fixed delay.
     pub jitter: Dur,
@@ -76,7 +77,7 @@ pub struct Link<P: HasWireLen = Packet> {
     /// The shortest propagation delay a packet may draw (`delay` without jitter).
     min_delay: Dur,
     limit: QueueLimit,
-    loss: f64,
+    loss: Loss,
     rng: Rng,
     /// Every packet in the link, in order: first those propagating (the delay line, with
     /// their arrival times, non-decreasing: a link never reorders), from index `in_pipe` on
@@ -103,7 +104,7 @@ impl<P: HasWireLen> Link<P> {
             jitter: cfg.jitter,
             min_delay: Self::min_propagation(cfg.delay, cfg.jitter),
             limit: cfg.queue,
-            loss: cfg.loss,
+            loss: Loss::new(cfg.loss),
             rng,
             packets: VecDeque::new(),
             in_pipe: 0,
@@ -142,7 +143,7 @@ impl<P: HasWireLen> Link<P> {
     /// the packet in service counts, as it is still in the device queue).
     pub fn enqueue(&mut self, now: Time, pkt: P) -> Result<(), Drop> {
         self.advance(now);
-        if self.rng.chance(self.loss) {
+        if self.loss.lose(&mut self.rng) {
             self.stats.random_drops += 1;
             return Err(Drop::Random);
         }
@@ -298,7 +299,7 @@ mod tests {
                 rate: Rate::mbps(30),
                 delay: Dur::from_millis(10),
                 queue,
-                loss,
+                loss: LossModel::Bernoulli(loss),
             },
             Rng::new(1, 1),
         )
@@ -399,7 +400,7 @@ mod tests {
             rate: Rate::mbps(30),
             delay: Dur::from_millis(10),
             queue: QueueLimit::Bytes(4000),
-            loss: 0.1,
+            loss: LossModel::Bernoulli(0.1),
         };
         let mut modelled: Link = Link::new(&cfg, Rng::new(7, 3));
         let mut raw: Link<Raw> = Link::new(&cfg, Rng::new(7, 3));
@@ -427,7 +428,7 @@ mod tests {
                 rate: Rate::mbps(30),
                 delay: Dur::from_millis(10),
                 queue: QueueLimit::Packets(1_000_000),
-                loss: 0.0,
+                loss: LossModel::Bernoulli(0.0),
                 jitter,
             },
             Rng::new(1, 1),

@@ -79,7 +79,7 @@ fn plan(down: bool, rate: Rate, delay: Dur, queue: QueueLimit) -> LinkPlan {
             rate,
             delay,
             queue,
-            loss: 0.0,
+            loss: mpsched_core::loss::LossModel::Bernoulli(0.0),
             jitter: mpsched_core::Dur::ZERO,
         },
         stream: if down { 1 } else { 2 },

@@ -19,6 +19,8 @@ pub fn path(name: &str, rate_bps: u64, rtt_ns: u64, queue: QueueSpec, loss: f64)
         loss,
         queue,
         jitter_ns: 0,
+        loss_burst: None,
+        gilbert_elliott: None,
     };
     PathConfig {
         name: name.into(),

@@ -5,6 +5,7 @@
 
 use mpsched_core::cc::CcKind;
 use mpsched_core::link::{LinkConfig, QueueLimit};
+use mpsched_core::loss::LossModel;
 use mpsched_core::sched;
 use mpsched_core::{Dur, Rate};
 use serde::Deserialize;
@@ -153,11 +154,39 @@ pub struct PathConfig {
 pub struct LinkSpec {
     pub rate_bps: u64,
     pub delay_ns: u64,
+    /// Mean loss rate: independent losses, or with `loss_burst` in bursts.
     pub loss: f64,
     pub queue: QueueSpec,
     /// Standard deviation of the per-packet delay (normal; packets never overtake).
     #[serde(default)]
     pub jitter_ns: u64,
+    /// Mean length of a run of consecutive losses, in packets (Gilbert's model); unset:
+    /// independent losses.
+    #[serde(default)]
+    pub loss_burst: Option<f64>,
+    /// A Gilbert-Elliott chain's four parameters, instead of `loss` and `loss_burst`.
+    #[serde(default)]
+    pub gilbert_elliott: Option<GilbertElliottSpec>,
+}
+
+/// The four-parameter form of Gilbert-Elliott loss (netem's `loss gemodel p r 1-h 1-k`).
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GilbertElliottSpec {
+    /// Good -> bad, per packet.
+    pub p: f64,
+    /// Bad -> good, per packet.
+    pub r: f64,
+    /// Loss probability in the good state.
+    #[serde(default)]
+    pub loss_good: f64,
+    /// Loss probability in the bad state.
+    #[serde(default = "one")]
+    pub loss_bad: f64,
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 #[derive(Clone, Copy, Debug, Deserialize)]
@@ -260,8 +289,25 @@ impl LinkSpec {
                 QueueSpec::Packets(p) => QueueLimit::Packets(p),
                 QueueSpec::TimeNs(t) => QueueLimit::Time(Dur(t)),
             },
-            loss: self.loss,
+            loss: self.loss_model().expect("validated"),
             jitter: Dur(self.jitter_ns),
+        }
+    }
+
+    /// The loss process this direction describes.
+    pub fn loss_model(&self) -> Result<LossModel, String> {
+        match (self.gilbert_elliott, self.loss_burst) {
+            (Some(ge), None) if self.loss == 0.0 => {
+                LossModel::gilbert_elliott(ge.p, ge.r, ge.loss_good, ge.loss_bad)
+                    .map_err(|e| format!("gilbert_elliott: {e}"))
+            }
+            (Some(_), _) => {
+                Err("gilbert_elliott: replaces loss and loss_burst; set it alone".into())
+            }
+            (None, Some(burst)) => {
+                LossModel::bursty(self.loss, burst).map_err(|e| format!("loss_burst: {e}"))
+            }
+            (None, None) => Ok(LossModel::Bernoulli(self.loss)),
         }
     }
 
@@ -275,6 +321,7 @@ impl LinkSpec {
                 self.loss
             ));
         }
+        self.loss_model().map_err(|e| format!("{field}.{e}"))?;
         if self.delay_ns > 3_600_000_000_000 {
             return Err(format!("{field}.delay_ns: more than an hour"));
         }

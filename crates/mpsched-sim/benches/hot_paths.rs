@@ -53,7 +53,7 @@ fn link(c: &mut Criterion) {
                 rate: Rate::mbps(100),
                 delay: Dur::from_millis(10),
                 queue: QueueLimit::Packets(1000),
-                loss: 0.0001,
+                loss: mpsched_core::loss::LossModel::Bernoulli(0.0001),
                 jitter: Dur::ZERO,
             },
             Rng::new(1, 1),

@@ -40,6 +40,13 @@ fn random_scenario(case: u64) -> Config {
             } else {
                 r.next_f64() * 0.05
             };
+            // Bursty (Gilbert) loss on some paths, of either direction. Short bursts:
+            // the chain steps per packet (as netem's), so a sender backing off sends one packet
+            // per timeout and a long burst met with a small window lasts hours.
+            // Bursty paths lose at most 1%, for the same reason (tiny buffers are drawn too).
+            let loss_burst = (loss < 0.01 && r.chance(0.5)).then(|| 1.0 + r.next_f64() * 4.0);
+            let ack_loss_burst =
+                (ack_loss < 0.01 && r.chance(0.5)).then(|| 1.0 + r.next_f64() * 2.0);
             let up_rate = if r.chance(0.5) {
                 rate
             } else {
@@ -54,6 +61,8 @@ fn random_scenario(case: u64) -> Config {
                     queue: random_queue(&mut r),
                     // A per-packet delay variation on a third of the paths.
                     jitter_ns: if r.chance(0.3) { rtt / 10 } else { 0 },
+                    loss_burst,
+                    gilbert_elliott: None,
                 },
                 up: LinkSpec {
                     rate_bps: up_rate,
@@ -61,6 +70,8 @@ fn random_scenario(case: u64) -> Config {
                     loss: ack_loss,
                     queue: random_queue(&mut r),
                     jitter_ns: 0,
+                    loss_burst: ack_loss_burst,
+                    gilbert_elliott: None,
                 },
                 schedule: if r.chance(0.3) {
                     vec![Change {

@@ -267,6 +267,8 @@ fn random_scenario(scheduler: &str, case: u64) -> Config {
                 loss,
                 queue,
                 jitter_ns: 0,
+                loss_burst: None,
+                gilbert_elliott: None,
             };
             PathConfig {
                 name: format!("p{i}"),

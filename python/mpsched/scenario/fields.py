@@ -54,6 +54,26 @@ def _convert_probability(value: object, info: ValidationInfo) -> object:
     return float(value)
 
 
+def _convert_unit_probability(value: object, info: ValidationInfo) -> object:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{info.field_name} must be a number in [0, 1], got {value!r}")  # noqa: TRY004
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{info.field_name} must be in [0, 1], got {value!r}")
+    return float(value)
+
+
+def _convert_burst(value: object, info: ValidationInfo) -> object:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(  # noqa: TRY004
+            f"{info.field_name} must be a number of packets >= 1, got {value!r}"
+        )
+    if not 1.0 <= value < 1e9:
+        raise ValueError(f"{info.field_name} must be >= 1 (packets), got {value!r}")
+    return float(value)
+
+
 def _convert_ratio(value: object, info: ValidationInfo) -> object:
     if value is None:
         return None
@@ -211,6 +231,8 @@ Queue = Annotated[QueueLimit, BeforeValidator(_convert_queue), _QUEUE]
 OptionalQueue = Annotated[QueueLimit | None, BeforeValidator(_convert_queue), _QUEUE]
 Probability = Annotated[float, BeforeValidator(_convert_probability)]
 OptionalRatio = Annotated[float | None, BeforeValidator(_convert_ratio)]
+UnitProbability = Annotated[float, BeforeValidator(_convert_unit_probability)]
+BurstLength = Annotated[float | None, BeforeValidator(_convert_burst)]
 Flag = Annotated[bool, BeforeValidator(_convert_bool)]
 Seed = Annotated[int, BeforeValidator(_convert_seed)]
 Name = Annotated[str, BeforeValidator(_convert_name)]

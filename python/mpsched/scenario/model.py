@@ -17,6 +17,7 @@ from .. import contract
 from ..units import format_bytes, format_duration
 from .fields import (
     MAX_FLOWS,
+    BurstLength,
     Count,
     Flag,
     Name,
@@ -34,6 +35,7 @@ from .fields import (
     Queue,
     Seed,
     Shape,
+    UnitProbability,
     choice,
     scheduler_choice,
 )
@@ -48,6 +50,7 @@ __all__ = [
     "WORKLOAD_KINDS",
     "Connection",
     "FlowSpec",
+    "GilbertElliott",
     "PathSpec",
     "Scenario",
     "ScheduleEntry",
@@ -232,6 +235,19 @@ class ScheduleEntry(_Model):
     """Unset: unchanged. New delay variation of the ACK direction."""
 
 
+class GilbertElliott(_Model):
+    """A Gilbert-Elliott loss chain (netem's `loss gemodel p r 1-h 1-k`), stepped per packet."""
+
+    p: UnitProbability
+    """Probability of moving from the good to the bad state after a packet."""
+    r: UnitProbability
+    """Probability of moving from the bad to the good state after a packet (> 0)."""
+    loss_good: UnitProbability = 0.0
+    """Loss probability in the good state."""
+    loss_bad: UnitProbability = 1.0
+    """Loss probability in the bad state."""
+
+
 class PathSpec(_Model):
     """One ``[[path]]`` table. Quantities are stored in ns, bytes and bits per second."""
 
@@ -253,9 +269,20 @@ class PathSpec(_Model):
     queue_up: OptionalQueue = None
     """Unset: `queue`. Drop-tail limit of the ACK direction."""
     loss: Probability = 0.0
-    """Bernoulli loss of data packets."""
+    """Mean loss rate of data packets: independent losses, or bursts with `loss_burst`."""
+    loss_burst: BurstLength = None
+    """Unset: independent losses. Mean number of consecutive data packets a loss burst takes
+    (Gilbert's model: a good state without losses, a bad one losing every packet, its mean
+    stay `loss_burst` packets, so that the mean loss stays `loss`)."""
+    gilbert_elliott: GilbertElliott | None = None
+    """Unset: `loss` and `loss_burst`. The four-parameter chain for data packets, e.g.
+    `{ p = 0.001, r = 0.1, loss_bad = 0.5 }`; set alone (without `loss`, `loss_burst`)."""
     ack_loss: Probability = 0.0
-    """Bernoulli loss of ACKs."""
+    """Mean loss rate of ACKs (independent, or with `ack_loss_burst`)."""
+    ack_loss_burst: BurstLength = None
+    """Unset: independent ACK losses. Mean length of an ACK loss burst, in packets."""
+    ack_gilbert_elliott: GilbertElliott | None = None
+    """Unset: `ack_loss` and `ack_loss_burst`. The four-parameter chain for ACKs."""
     jitter: NonNegativeDuration = "0s"  # type: ignore[assignment]
     """Standard deviation of each data packet's propagation delay (normal, cut at 4 sigma and at
     zero, like netem's `delay D J distribution normal`); packets never overtake: one drawn to
@@ -463,9 +490,38 @@ def _check_flow(
 SEGMENT_BYTES = 1448
 
 
+def _check_loss(
+    index: int,
+    path: PathSpec,
+    prefix: str,
+    mean: float,
+    burst: float | None,
+    ge: GilbertElliott | None,
+) -> None:
+    """One direction's loss keys: the chain alone, or a burst length that can reach the mean."""
+    if ge is not None:
+        if mean > 0 or burst is not None:
+            raise ValueError(
+                f"{_where(index, path.name, prefix + 'gilbert_elliott')}: replaces "
+                f"{prefix}loss and {prefix}loss_burst; set it alone"
+            )
+        if ge.r == 0 and ge.p > 0:
+            raise ValueError(
+                f"{_where(index, path.name, prefix + 'gilbert_elliott.r')}: must be > 0 "
+                "(the bad state would never end)"
+            )
+    if burst is not None and mean / (1.0 - mean) > burst:
+        raise ValueError(
+            f"{_where(index, path.name, prefix + 'loss_burst')}: a mean loss of {mean} needs "
+            f"bursts of at least {mean / (1.0 - mean):.3f} packets, got {burst}"
+        )
+
+
 def _check_path(index: int, path: PathSpec, duration: int) -> None:
     if path.rtt is None and path.delay_up is None and path.delay_down is None:
         raise ValueError(f"{_where(index, path.name, 'rtt')}: required (or delay_up/delay_down)")
+    _check_loss(index, path, "", path.loss, path.loss_burst, path.gilbert_elliott)
+    _check_loss(index, path, "ack_", path.ack_loss, path.ack_loss_burst, path.ack_gilbert_elliott)
     try:
         resolve_delays(path.rtt, path.delay_up, path.delay_down, partial=False)
     except ValueError as exc:

@@ -6,19 +6,32 @@ import random
 from typing import Any
 
 from ..units import QueueLimit
-from .model import PathSpec, Scenario, ScheduleEntry, resolve_delays
+from .model import GilbertElliott, PathSpec, Scenario, ScheduleEntry, resolve_delays
 
 __all__ = ["draw_size", "to_native"]
 
 
-def _link(rate: int, delay: int, loss: float, queue: QueueLimit, jitter: int) -> dict[str, Any]:
-    return {
+def _link(
+    rate: int,
+    delay: int,
+    loss: tuple[float, float | None, GilbertElliott | None],
+    queue: QueueLimit,
+    jitter: int,
+) -> dict[str, Any]:
+    mean, burst, chain = loss
+    link: dict[str, Any] = {
         "rate_bps": rate,
         "delay_ns": delay,
-        "loss": loss,
+        "loss": mean,
         "queue": queue.to_native(),
         "jitter_ns": jitter,
     }
+    # Only when set: independent loss keeps the normalized scenario it always had.
+    if burst is not None:
+        link["loss_burst"] = burst
+    if chain is not None:
+        link["gilbert_elliott"] = chain.model_dump()
+    return link
 
 
 def _schedule(entry: ScheduleEntry) -> dict[str, Any]:
@@ -37,11 +50,17 @@ def _path(path: PathSpec) -> dict[str, Any]:
     up_delay, down_delay = path.delays()
     return {
         "name": path.name,
-        "down": _link(path.rate, down_delay, path.loss, path.queue, path.jitter),
+        "down": _link(
+            path.rate,
+            down_delay,
+            (path.loss, path.loss_burst, path.gilbert_elliott),
+            path.queue,
+            path.jitter,
+        ),
         "up": _link(
             path.rate_up if path.rate_up is not None else path.rate,
             up_delay,
-            path.ack_loss,
+            (path.ack_loss, path.ack_loss_burst, path.ack_gilbert_elliott),
             path.queue_up if path.queue_up is not None else path.queue,
             path.jitter_up,
         ),

@@ -9,7 +9,15 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from . import fields as f
-from .model import Connection, FlowSpec, PathSpec, Scenario, ScheduleEntry, Workload
+from .model import (
+    Connection,
+    FlowSpec,
+    GilbertElliott,
+    PathSpec,
+    Scenario,
+    ScheduleEntry,
+    Workload,
+)
 
 __all__ = ["scenario_markdown"]
 
@@ -19,6 +27,11 @@ _TABLES: list[tuple[str, type[BaseModel], str]] = [
     ("`[workload]`", Workload, "What the connection's application sends."),
     ("`[[path]]`", PathSpec, "One per path (at least one); `--set path.NAME.KEY=VALUE`."),
     ("`[[path.schedule]]`", ScheduleEntry, "Changes of a path during the run."),
+    (
+        "`gilbert_elliott`, `ack_gilbert_elliott`",
+        GilbertElliott,
+        "Keys of a path's four-parameter loss chain (an inline table).",
+    ),
     ("`[[flow]]`", FlowSpec, "Competing connections over the same paths (optional)."),
 ]
 
@@ -37,6 +50,8 @@ _ACCEPTS: dict[int, str] = {
         (f.OptionalQueue, "queue limit: size, packets (`pkt`) or time"),
         (f.Probability, "number in [0, 1)"),
         (f.OptionalRatio, "number in (0, 1]"),
+        (f.UnitProbability, "number in [0, 1]"),
+        (f.BurstLength, "number >= 1 (packets)"),
         (f.Flag, "`true` or `false`"),
         (f.Seed, "integer >= 0"),
         (f.Name, "string without `.`, unique"),
@@ -51,6 +66,7 @@ _TABLE_NAMES = {
     PathSpec: "array of tables",
     ScheduleEntry: "array of tables",
     FlowSpec: "array of tables",
+    GilbertElliott: "table",
 }
 
 
