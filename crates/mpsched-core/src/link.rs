@@ -47,6 +47,8 @@ pub struct LinkStats {
     pub enqueued: u64,
     pub queue_drops: u64,
     pub random_drops: u64,
+    /// Packets lost to an outage: in the link when it went down, or offered while down.
+    pub outage_drops: u64,
     pub delivered: u64,
     pub bytes_delivered: u64,
 }
@@ -56,6 +58,8 @@ pub struct LinkStats {
 pub enum Drop {
     Random,
     QueueFull,
+    /// The link is down.
+    Outage,
 }
 
 /// What a link needs to know about what it carries: the bytes it occupies on the wire
@@ -93,6 +97,8 @@ pub struct Link<P: HasWireLen = Packet> {
     tx_cache: [(u32, Dur); 2],
     /// The byte limit at the current rate (`None`: a packet limit).
     limit_bytes: Option<u64>,
+    /// False during an outage (`set_up`).
+    up: bool,
 }
 
 impl<P: HasWireLen> Link<P> {
@@ -113,6 +119,7 @@ impl<P: HasWireLen> Link<P> {
             stats: LinkStats::default(),
             tx_cache: [(0, Dur::ZERO); 2],
             limit_bytes: Self::bytes_of(cfg.queue, cfg.rate),
+            up: true,
         }
     }
 
@@ -143,6 +150,10 @@ impl<P: HasWireLen> Link<P> {
     /// the packet in service counts, as it is still in the device queue).
     pub fn enqueue(&mut self, now: Time, pkt: P) -> Result<(), Drop> {
         self.advance(now);
+        if !self.up {
+            self.stats.outage_drops += 1;
+            return Err(Drop::Outage);
+        }
         if self.loss.lose(&mut self.rng) {
             self.stats.random_drops += 1;
             return Err(Drop::Random);
@@ -264,6 +275,27 @@ impl<P: HasWireLen> Link<P> {
         self.min_delay = Self::min_propagation(delay, self.jitter);
     }
 
+    /// Takes the link down (`up` false) or brings it back at `now`. Down, it loses what it
+    /// holds, queued or on the wire (a radio out of range, a cable pulled), and every packet
+    /// offered until it is up again; the loss process does not see those packets. Returns
+    /// the packets lost in the link, for the driver to count.
+    pub fn set_up(&mut self, now: Time, up: bool) -> Vec<P> {
+        self.advance(now);
+        self.up = up;
+        if up {
+            return Vec::new();
+        }
+        self.in_pipe = 0;
+        self.queued_bytes = 0;
+        let lost: Vec<P> = self.packets.drain(..).map(|(_, p)| p).collect();
+        self.stats.outage_drops += lost.len() as u64;
+        lost
+    }
+
+    pub fn is_up(&self) -> bool {
+        self.up
+    }
+
     /// Changes the delay variation from `now` on, as `set_delay` the delay.
     pub fn set_jitter(&mut self, now: Time, jitter: Dur) {
         self.advance(now);
@@ -275,7 +307,7 @@ impl<P: HasWireLen> Link<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::{DataSeg, Packet};
+    use crate::packet::{DataSeg, Packet, Payload};
 
     fn pkt(seq: u64, len: u32) -> Packet {
         Packet::data(
@@ -489,5 +521,32 @@ mod tests {
         assert_eq!(got[0].0, Time(10_400_000));
         // ...at the new rate: 800 us.
         assert_eq!(got[1].0, Time(11_200_000));
+    }
+
+    #[test]
+    fn an_outage_loses_what_the_link_holds_and_what_is_offered_until_it_returns() {
+        let mut l = link(QueueLimit::Packets(100), 0.0);
+        let t0 = Time::ZERO;
+        for s in 0..10 {
+            l.enqueue(t0, pkt(s, 1448)).unwrap();
+        }
+        // 1 ms later: 2 packets serialized (0.4 ms each at 30 Mbit/s) are on the wire.
+        let t1 = t0 + Dur::from_millis(1);
+        let lost = l.set_up(t1, false);
+        assert_eq!(lost.len(), 10);
+        assert_eq!((l.backlog_bytes(), l.poll_at()), (0, None));
+        assert_eq!(l.enqueue(t1, pkt(10, 1448)), Err(Drop::Outage));
+        assert_eq!(l.stats().outage_drops, 11);
+        assert!(l.set_up(t1 + Dur::from_millis(5), true).is_empty());
+        let t2 = t1 + Dur::from_millis(5);
+        let p = pkt(11, 1448);
+        let tx = Rate::mbps(30).tx_time(u64::from(p.wire_len));
+        l.enqueue(t2, p).unwrap();
+        // Serialized from t2, then 10 ms of delay: nothing of before the outage is left.
+        assert_eq!(l.poll_at(), Some(t2 + tx + Dur::from_millis(10)));
+        let due = l.poll_at().unwrap();
+        let back = l.poll_deliver(due).expect("delivered after the return");
+        assert!(matches!(back.payload, Payload::Data(d) if d.seq == 11));
+        assert_eq!(l.stats().delivered, 1);
     }
 }

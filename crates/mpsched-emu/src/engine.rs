@@ -107,6 +107,8 @@ pub struct PortReport {
     pub enqueued: u64,
     pub queue_drops: u64,
     pub random_drops: u64,
+    /// Packets lost to an outage (`state = "down"`), in the link or offered.
+    pub outage_drops: u64,
     pub delivered: u64,
     pub bytes_delivered: u64,
     /// Packets still in the link when it stopped.
@@ -219,6 +221,7 @@ pub fn run(mut ports: Vec<Port>, shared: &Shared, spin_ns: u64) -> std::io::Resu
                 enqueued: s.enqueued,
                 queue_drops: s.queue_drops,
                 random_drops: s.random_drops,
+                outage_drops: s.outage_drops,
                 delivered: s.delivered,
                 bytes_delivered: s.bytes_delivered,
                 backlog_bytes: p.link.backlog_bytes(),
@@ -269,6 +272,10 @@ fn apply(link: &mut Link<IpPacket>, now: Time, c: LinkChange) {
     }
     if let Some(j) = c.jitter {
         link.set_jitter(now, j);
+    }
+    if let Some(up) = c.up {
+        // What the link held is lost with it; the link's stats count it.
+        link.set_up(now, up);
     }
 }
 

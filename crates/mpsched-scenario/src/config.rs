@@ -212,6 +212,10 @@ pub struct Change {
     pub jitter_down_ns: Option<u64>,
     #[serde(default)]
     pub jitter_up_ns: Option<u64>,
+    /// The path goes down (false: both directions lose every packet, what they hold
+    /// included) or comes back (true).
+    #[serde(default)]
+    pub up: Option<bool>,
 }
 
 /// Scheduler parameters as the schedulers take them; `owner` names the table in errors.

@@ -13,11 +13,13 @@ pub struct LinkChange {
     pub rate: Option<Rate>,
     pub delay: Option<Dur>,
     pub jitter: Option<Dur>,
+    /// The link goes down (false: every packet lost, what it holds included) or comes back.
+    pub up: Option<bool>,
 }
 
 impl LinkChange {
     pub fn is_empty(&self) -> bool {
-        self.rate.is_none() && self.delay.is_none() && self.jitter.is_none()
+        self.rate.is_none() && self.delay.is_none() && self.jitter.is_none() && self.up.is_none()
     }
 }
 
@@ -76,12 +78,14 @@ impl Config {
                         rate,
                         delay: c.delay_down_ns.map(Dur),
                         jitter: c.jitter_down_ns.map(Dur),
+                        up: c.up,
                     },
                     up: LinkChange {
                         at,
                         rate,
                         delay: c.delay_up_ns.map(Dur),
                         jitter: c.jitter_up_ns.map(Dur),
+                        up: c.up,
                     },
                 }
             })

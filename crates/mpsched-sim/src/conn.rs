@@ -36,6 +36,9 @@ pub struct Drops {
     pub random: u64,
     pub ack_queue: u64,
     pub ack_random: u64,
+    /// Lost to a path outage.
+    pub outage: u64,
+    pub ack_outage: u64,
 }
 
 /// When a subflow's handshake starts, and how long its packets take on each link.

@@ -455,6 +455,8 @@ impl Simulation {
             (Err(Drop::Random), true) => d.random += 1,
             (Err(Drop::QueueFull), false) => d.ack_queue += 1,
             (Err(Drop::Random), false) => d.ack_random += 1,
+            (Err(Drop::Outage), true) => d.outage += 1,
+            (Err(Drop::Outage), false) => d.ack_outage += 1,
         }
         self.rearm_link(l);
     }
@@ -490,6 +492,16 @@ impl Simulation {
                 }
                 if let Some(j) = change.jitter {
                     link.set_jitter(now, j);
+                }
+                if let Some(up) = change.up {
+                    for Tagged { conn, pkt } in link.set_up(now, up) {
+                        let d = &mut self.conns[conn as usize].drops[pkt.subflow as usize];
+                        if l == down(c.path) {
+                            d.outage += 1;
+                        } else {
+                            d.ack_outage += 1;
+                        }
+                    }
                 }
             }
             self.next_change += 1;

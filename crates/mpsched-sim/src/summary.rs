@@ -44,6 +44,9 @@ described_struct! {
         random_drops: u64 = ["packet", "data packets dropped by random loss"],
         ack_queue_drops: u64 = ["packet", "ACKs dropped at the ACK-direction queue"],
         ack_random_drops: u64 = ["packet", "ACKs dropped by random loss"],
+        outage_drops: u64 = ["packet",
+            "data packets lost to a path outage (`state = \"down\"`: in the link or offered)"],
+        ack_outage_drops: u64 = ["packet", "ACKs lost to a path outage"],
         loss_rate: f64 = ["fraction", "data packets dropped over data packets sent"],
         srtt_ms: f64 = ["ms", "smoothed RTT at the end of the run"],
         min_rtt_ms: f64 = ["ms", "smallest RTT sample (0: none)"],
@@ -283,6 +286,8 @@ pub fn build(
                 random_drops: d.random,
                 ack_queue_drops: d.ack_queue,
                 ack_random_drops: d.ack_random,
+                outage_drops: d.outage,
+                ack_outage_drops: d.ack_outage,
                 loss_rate: if sf.stats.packets_sent == 0 {
                     0.0
                 } else {

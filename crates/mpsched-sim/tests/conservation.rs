@@ -73,17 +73,35 @@ fn random_scenario(case: u64) -> Config {
                     loss_burst: ack_loss_burst,
                     gilbert_elliott: None,
                 },
-                schedule: if r.chance(0.3) {
-                    vec![Change {
-                        at_ns: r.below(5 * S),
-                        rate_bps: Some(log_uniform(&mut r, 1e6, 1e9) as u64),
-                        delay_down_ns: Some(log_uniform(&mut r, 0.5e6, 0.5e9) as u64),
-                        delay_up_ns: None,
-                        jitter_down_ns: None,
-                        jitter_up_ns: r.chance(0.5).then_some(rtt / 20),
-                    }]
-                } else {
-                    vec![]
+                schedule: {
+                    let mut changes = vec![];
+                    if r.chance(0.3) {
+                        changes.push(Change {
+                            at_ns: r.below(5 * S),
+                            rate_bps: Some(log_uniform(&mut r, 1e6, 1e9) as u64),
+                            delay_down_ns: Some(log_uniform(&mut r, 0.5e6, 0.5e9) as u64),
+                            delay_up_ns: None,
+                            jitter_down_ns: None,
+                            jitter_up_ns: r.chance(0.5).then_some(rtt / 20),
+                            up: None,
+                        });
+                    }
+                    // An outage of up to 10 s on a fifth of the paths; the path comes back.
+                    if r.chance(0.2) {
+                        let from = r.below(5 * S);
+                        for (at_ns, up) in [(from, false), (from + 1 + r.below(10 * S), true)] {
+                            changes.push(Change {
+                                at_ns,
+                                rate_bps: None,
+                                delay_down_ns: None,
+                                delay_up_ns: None,
+                                jitter_down_ns: None,
+                                jitter_up_ns: None,
+                                up: Some(up),
+                            });
+                        }
+                    }
+                    changes
                 },
             }
         })

@@ -282,6 +282,7 @@ fn random_scenario(scheduler: &str, case: u64) -> Config {
                         delay_up_ns: None,
                         jitter_down_ns: None,
                         jitter_up_ns: None,
+                        up: None,
                     }]
                 } else {
                     vec![]

@@ -66,11 +66,15 @@ def _subflow_table(subflows: list[dict[str, Any]]) -> Table:
         ("srtt ms", "right"),
         ("min rtt ms", "right"),
     ]
+    # Packets lost to a path outage, only in runs that had one (data and ACKs).
+    outages = any(sub.get("outage_drops") or sub.get("ack_outage_drops") for sub in subflows)
+    if outages:
+        columns.insert(7, ("outage", "right"))
     for name, justify in columns:
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for sub in subflows:
         sent = sub.get("bytes_sent")
-        table.add_row(
+        row = [
             str(sub.get("name", "?")),
             _num(sent / 1e6 if isinstance(sent, int | float) else None),
             _num(sub.get("goodput_mbps")),
@@ -80,7 +84,11 @@ def _subflow_table(subflows: list[dict[str, Any]]) -> Table:
             _int(sub.get("random_drops")),
             _num(sub.get("srtt_ms"), ",.1f"),
             _num(sub.get("min_rtt_ms"), ",.1f"),
-        )
+        ]
+        if outages:
+            lost = (sub.get("outage_drops") or 0) + (sub.get("ack_outage_drops") or 0)
+            row.insert(7, _int(lost))
+        table.add_row(*row)
     return table
 
 

@@ -43,6 +43,7 @@ from .fields import (
 __all__ = [
     "CONGESTION_CONTROLS",
     "LOSS_RECOVERIES",
+    "PATH_STATES",
     "PROTOCOLS",
     "SIZE_DISTS",
     "STACKS",
@@ -58,9 +59,10 @@ __all__ = [
     "resolve_delays",
 ]
 
-# What the simulator accepts comes from its contract (declared in Rust); these two are drawn
-# in Python.
+# What the simulator accepts comes from its contract (declared in Rust); these are drawn in
+# Python.
 SIZE_DISTS = ("fixed", "pareto")
+PATH_STATES = ("up", "down")
 START_DISTS = ("fixed", "poisson")
 
 
@@ -233,6 +235,10 @@ class ScheduleEntry(_Model):
     """Unset: unchanged. New delay variation of the data direction."""
     jitter_up: OptionalDuration = None
     """Unset: unchanged. New delay variation of the ACK direction."""
+    state: Annotated[str | None, choice(PATH_STATES, optional=True)] = None
+    """Unset: unchanged. `down`: the path fails, both directions losing every packet, those
+    queued and on the wire included (out of radio range: the interface stays up, so TCP finds
+    out by its timeouts); `up`: it works again."""
 
 
 class GilbertElliott(_Model):
@@ -540,11 +546,12 @@ def _check_path(index: int, path: PathSpec, duration: int) -> None:
             entry.delay_down,
             entry.jitter,
             entry.jitter_up,
+            entry.state,
         )
         if all(change is None for change in changes):
             raise ValueError(
                 f"{_where(index, path.name, where)}: changes nothing "
-                "(give rate, rtt, delay_up, delay_down, jitter or jitter_up)"
+                "(give rate, rtt, delay_up, delay_down, jitter, jitter_up or state)"
             )
         try:
             resolve_delays(entry.rtt, entry.delay_up, entry.delay_down, partial=True)

@@ -36,7 +36,7 @@ def _link(
 
 def _schedule(entry: ScheduleEntry) -> dict[str, Any]:
     up, down = resolve_delays(entry.rtt, entry.delay_up, entry.delay_down, partial=True)
-    return {
+    change: dict[str, Any] = {
         "at_ns": entry.at,
         "rate_bps": entry.rate,
         "delay_down_ns": down,
@@ -44,6 +44,9 @@ def _schedule(entry: ScheduleEntry) -> dict[str, Any]:
         "jitter_down_ns": entry.jitter,
         "jitter_up_ns": entry.jitter_up,
     }
+    if entry.state is not None:
+        change["up"] = entry.state == "up"
+    return change
 
 
 def _path(path: PathSpec) -> dict[str, Any]:

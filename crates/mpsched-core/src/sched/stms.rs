@@ -358,8 +358,15 @@ impl Scheduler for Stms {
         self.recovering = views.iter().any(|v| v.ca_state != CaState::Open);
         self.max_window = self.max_window.max(ctx.window_bytes());
         self.order.clear();
-        self.order
-            .extend(views.iter().filter(|v| v.established).map(|v| v.id));
+        // A subflow recovering from a timeout is no candidate at all (the out-of-tree kernel
+        // STMS was built on marks it potentially failed, `tp->pf`): the fastest subflow that
+        // works is "the fast one", so a dead fast path is not left a gap it never fills.
+        self.order.extend(
+            views
+                .iter()
+                .filter(|v| v.established && v.ca_state != CaState::Loss)
+                .map(|v| v.id),
+        );
         self.order
             .sort_by_key(|&i| (views[i].backup, views[i].srtt, i));
 
