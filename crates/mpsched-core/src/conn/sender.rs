@@ -11,7 +11,8 @@
 //!   `tcp_wmem[0]` plus its subflows' (`__mptcp_sync_sndbuf`); the configured `sndbuf` is then
 //!   `tcp_wmem[2]`, the most one socket's buffer may grow to.
 //! - RFC 8684 3.3.6 reinjection: data outstanding on a subflow that timed out is queued to be
-//!   sent again on another one (the out-of-tree kernel's `mptcp_reinject_data`).
+//!   sent again on another one (the out-of-tree kernel's `mptcp_reinject_data`); upstream
+//!   Linux instead has a connection-level retransmit timer and stale subflows (`msk_rtx.rs`).
 //! - A subflow only joins once its handshake is done (RFC 8684 3.2: MP_JOIN after the first
 //!   subflow is up); the handshake RTT is the subflow's first RTT sample, as in the kernel.
 //! - A persist timer (RFC 9293 3.8.6.1) probes a closed window when nothing is in flight.
@@ -21,6 +22,7 @@
 
 use crate::cc::{CcState, CongestionControl};
 use crate::conn::data::DataQueue;
+use crate::conn::msk_rtx::{MskRtx, SubflowNow, DFRAG_BYTES};
 use crate::conn::stats::Histogram;
 use crate::conn::Stack;
 use crate::packet::{Ack, DataSeg, Packet, Payload};
@@ -116,6 +118,10 @@ pub struct Sender {
     pub burst_trace: Option<BurstTrace>,
     /// Packets each subflow sent in the current round of sending.
     round: Vec<u32>,
+    /// Upstream Linux's connection-level retransmission (MPTCP with several subflows).
+    msk_rtx: Option<MskRtx>,
+    /// Scratch for `msk_rtx`.
+    now_views: Vec<SubflowNow>,
 }
 
 impl Sender {
@@ -184,6 +190,34 @@ impl Sender {
             stale: SubflowSet::EMPTY,
             views_joined: false,
             cc_scratch: Vec::with_capacity(n),
+            msk_rtx: None,
+            now_views: Vec::with_capacity(n),
+        }
+        .with_msk_rtx()
+    }
+
+    fn with_msk_rtx(mut self) -> Sender {
+        if self.cfg.mptcp && self.cfg.stack == Stack::Upstream && self.subflows.len() > 1 {
+            self.msk_rtx = Some(MskRtx::new(self.subflows.len()));
+        }
+        self
+    }
+
+    /// Subflows whose stale-subflow logic marked them (upstream Linux), so far.
+    pub fn stale_marks(&self) -> u64 {
+        self.msk_rtx.as_ref().map_or(0, |m| m.stale_marks)
+    }
+
+    /// What the connection-level retransmit timer needs of each subflow now.
+    fn fill_now_views(&mut self, now: Time) {
+        self.now_views.clear();
+        for (i, sf) in self.subflows.iter().enumerate() {
+            self.now_views.push(SubflowNow {
+                joined: now >= self.cfg.subflows[i].established_at,
+                backup: self.cfg.subflows[i].backup,
+                packets_out: sf.packets_out(),
+                timer_at: sf.timer_at(),
+            });
         }
     }
 
@@ -200,6 +234,10 @@ impl Sender {
     }
     fn established(&self, i: usize, now: Time) -> bool {
         now >= self.cfg.subflows[i].established_at
+    }
+    /// Established and, upstream, not stale: the scheduler may use it.
+    fn usable(&self, i: usize, now: Time) -> bool {
+        self.established(i, now) && !self.msk_rtx.as_ref().is_some_and(|m| m.is_stale(i))
     }
     /// The autotuned send buffer: a TCP socket's own, or for MPTCP `tcp_wmem[0]` (4 KiB) plus
     /// the buffers of the subflows that joined (`__mptcp_sync_sndbuf`).
@@ -272,6 +310,13 @@ impl Sender {
         self.snapshot_cc();
         let out = self.subflows[i].on_ack(now, &ack, self.cc.as_mut(), &self.cc_scratch);
         self.stale.insert(i);
+        if let Some(m) = self.msk_rtx.as_mut() {
+            let was_stale = m.is_stale(i);
+            m.on_receive(now, i);
+            if was_stale != m.is_stale(i) {
+                self.views_joined = false; // its view changes: refresh them all
+            }
+        }
         if out.una_advanced && self.cfg.sndbuf_autotune {
             self.autotune_sndbuf(now, i);
         }
@@ -319,6 +364,10 @@ impl Sender {
             }
         }
         self.data.una = target;
+        if let Some(m) = self.msk_rtx.as_mut() {
+            let outstanding = self.data.una < self.data.first_unsent.max(self.data.una);
+            m.reset(now, outstanding);
+        }
         self.stats.data_ack_steps.record(step);
         self.sched.on_data_ack(now, step, left_edge);
         self.data.write();
@@ -340,7 +389,7 @@ impl Sender {
                 self.snapshot_cc();
                 self.subflows[i].on_rto(now, self.cc.as_mut(), &self.cc_scratch);
                 self.stale.insert(i);
-                if self.cfg.mptcp && self.subflows.len() > 1 {
+                if self.cfg.mptcp && self.subflows.len() > 1 && self.msk_rtx.is_none() {
                     self.queue_reinjection(i);
                 }
             }
@@ -349,7 +398,49 @@ impl Sender {
             self.probe_at = None;
             self.send_probe(now);
         }
+        if self
+            .msk_rtx
+            .as_ref()
+            .and_then(MskRtx::timer_at)
+            .is_some_and(|t| t <= now)
+        {
+            self.msk_retransmit(now);
+        }
         self.push(now);
+    }
+
+    /// Upstream's connection-level retransmit timer fired (`__mptcp_retrans`).
+    fn msk_retransmit(&mut self, now: Time) {
+        let una = self.data.una;
+        let sent_end = self.data.first_unsent.max(una);
+        self.fill_now_views(now);
+        let m = self.msk_rtx.as_mut().expect("upstream");
+        if una >= sent_end {
+            m.reset(now, false);
+            return;
+        }
+        let firing = m.fire(now, &self.now_views);
+        if firing.retransmit_all || firing.retransmit_head {
+            // The stale subflow leaves the scheduler's choices.
+            self.views_joined = false;
+        }
+        let end = if firing.retransmit_all {
+            self.shared.rewound = true;
+            sent_end
+        } else if firing.retransmit_head {
+            let segs = DFRAG_BYTES.div_ceil(u64::from(wire::mss(true)));
+            (una + segs).min(sent_end)
+        } else {
+            return;
+        };
+        for d in una..end {
+            if let Some(s) = self.data.get_mut(d) {
+                if s.transmissions > 0 && !s.queued_for_reinjection {
+                    s.queued_for_reinjection = true;
+                    self.shared.reinject.push_back(d);
+                }
+            }
+        }
     }
 
     /// RFC 8985 7.3 (`tcp_send_loss_probe`): new data if the subflow has some, else the last
@@ -466,7 +557,8 @@ impl Sender {
                 .filter(|&t| t > self.last_push && !self.data.finished())
                 .min()
         };
-        [rto, join, self.probe_at].into_iter().flatten().min()
+        let msk = self.msk_rtx.as_ref().and_then(MskRtx::timer_at);
+        [rto, join, self.probe_at, msk].into_iter().flatten().min()
     }
 
     // ----- sending -----
@@ -483,7 +575,7 @@ impl Sender {
     fn refresh_views(&mut self, now: Time) {
         self.views.clear();
         for (i, sf) in self.subflows.iter().enumerate() {
-            let est = now >= self.cfg.subflows[i].established_at;
+            let est = self.usable(i, now);
             self.views
                 .push(SubflowView::of(sf, est, self.cfg.subflows[i].backup));
         }
@@ -492,7 +584,7 @@ impl Sender {
     /// Refreshes the views of the subflows in `set` (the others did not change).
     fn refresh_views_of(&mut self, now: Time, set: SubflowSet) {
         for i in set.iter() {
-            let est = now >= self.cfg.subflows[i].established_at;
+            let est = self.usable(i, now);
             self.views[i] = SubflowView::of(&self.subflows[i], est, self.cfg.subflows[i].backup);
         }
     }
@@ -566,6 +658,11 @@ impl Sender {
 
         if self.out.len() > sent_before {
             self.end_round(now, sent_before);
+            if self.msk_rtx.is_some() {
+                self.fill_now_views(now);
+                let m = self.msk_rtx.as_mut().expect("checked");
+                m.arm(now, &self.now_views);
+            }
         }
         let pending = self.data.unsent().next();
         let has_data = pending.is_some_and(|d| self.data.in_window(d));
@@ -660,6 +757,9 @@ impl Sender {
         let una = self.data.una;
         while self.shared.reinject.front().is_some_and(|&x| x < una) {
             self.shared.reinject.pop_front();
+        }
+        if self.shared.reinject.is_empty() {
+            self.shared.rewound = false;
         }
         if d.dseq == self.data.first_unsent.max(una) {
             let mut f = d.dseq + 1;

@@ -65,7 +65,13 @@ pub struct LinuxSched {
     queues: Vec<VecDeque<u64>>,
     /// Every data segment below this has been pushed to some subflow.
     next_new: u64,
+    /// The subflow a data fragment is being retransmitted on, and the segments of it left:
+    /// `__mptcp_retrans` sends a whole fragment on the idle subflow it picked.
+    retrans_on: Option<(usize, u64)>,
 }
+
+/// Segments of one data fragment (a 32 KiB page fragment).
+const DFRAG_SEGS: u64 = crate::conn::msk_rtx::DFRAG_BYTES.div_ceil(1424);
 
 impl LinuxSched {
     pub fn new() -> LinuxSched {
@@ -190,8 +196,34 @@ impl Scheduler for LinuxSched {
             self.avg_pacing.resize(n, 0);
             self.queues.resize_with(n, VecDeque::new);
         }
+        if ctx.reinject_queue().next().is_none() {
+            self.retrans_on = None;
+        }
+        // A subflow that may no longer send (stale) gives back what was pushed to it and not
+        // sent: the connection pushes it again from there (`__mptcp_retransmit_pending_data`).
+        for v in ctx.subflows().iter().filter(|v| !v.established) {
+            if let Some(&first) = self.queues[v.id].iter().min() {
+                self.queues[v.id].clear();
+                self.next_new = self.next_new.min(first);
+            }
+        }
         for dseq in ctx.reinject_queue() {
-            if let Some(j) = self.pick_retrans(ctx.subflows(), ctx.sent_on(dseq)) {
+            let carried = ctx.sent_on(dseq);
+            let views = ctx.subflows();
+            let free = |j: usize| Self::can_send(&views[j]) && !carried.contains(j);
+            let j = match self.retrans_on {
+                // The rest of the fragment follows its head.
+                Some((j, left)) if left > 0 && free(j) => {
+                    self.retrans_on = Some((j, left - 1));
+                    Some(j)
+                }
+                // Everything is pending again: any active subflow with room takes it.
+                _ if ctx.rewound() => views.iter().map(|v| v.id).find(|&j| free(j)),
+                _ => self.pick_retrans(views, carried).inspect(|&j| {
+                    self.retrans_on = Some((j, DFRAG_SEGS - 1));
+                }),
+            };
+            if let Some(j) = j {
                 return Some(Decision {
                     dseq,
                     subflows: SubflowSet::one(j),

@@ -144,6 +144,10 @@ pub struct SchedSample {
 #[derive(Default)]
 pub struct Shared {
     pub reinject: VecDeque<u64>,
+    /// Upstream Linux re-sends everything un-Data-ACKed (a subflow went stale,
+    /// `__mptcp_retransmit_pending_data`): the reinjections go out as pending data does, not
+    /// only on idle subflows. Cleared once the queue is empty.
+    pub rewound: bool,
     pub penalize: Vec<usize>,
     pub sched_trace: Option<Vec<SchedSample>>,
 }
@@ -194,6 +198,11 @@ impl<'a> SchedCtx<'a> {
         self.data.sndbuf_full()
     }
     /// Data segments queued for reinjection after a subflow timed out, oldest first.
+    /// See `Shared::rewound`.
+    pub fn rewound(&self) -> bool {
+        self.shared.rewound
+    }
+
     pub fn reinject_queue(&self) -> impl Iterator<Item = u64> + '_ {
         self.shared
             .reinject

@@ -59,7 +59,10 @@ pub fn sender_params(scheduler: &str, s: Setup, mut params: SchedParams) -> Send
             mptcp: true,
             sndbuf: Bytes(s.sndbuf_segments * MSS64),
             sndbuf_autotune: false,
-            stack: crate::conn::Stack::Upstream,
+            // The papers' kernel: reinjection at a subflow's timeout, no connection-level
+            // timer (upstream's is checked in conn/msk_rtx.rs and the simulator's tests).
+            // With autotuning off, that is all the stack changes here.
+            stack: crate::conn::Stack::OutOfTree,
             initial_rwnd: Bytes(s.rwnd_segments * MSS64),
             total: s.total_bytes.map(Bytes),
             app_limited: false,
