@@ -4,8 +4,9 @@
 //!
 //! - The MPTCP retransmit timer (`mptcp_reset_rtx_timer`): armed while data is un-Data-ACKed,
 //!   re-armed whenever the Data ACK advances or it fires, for `timer_ival`: the longest time
-//!   any subflow not yet suspected had left on its own pending timer when data was last sent,
-//!   or `TCP_RTO_MIN` (`mptcp_set_timeout`, `mptcp_timeout_from_subflow`).
+//!   any active subflow not yet suspected had left on its own pending timer when the connection
+//!   last pushed data (`mptcp_set_timeout` from `mptcp_subflow_get_send`, reached when data is
+//!   sent or the Data ACK advances), or `TCP_RTO_MIN` (`mptcp_timeout_from_subflow`).
 //! - When it fires (`__mptcp_retrans`, `mptcp_subflow_get_retrans`): a subflow with data
 //!   outstanding at TCP level is not used; instead its stale count goes up if it has received
 //!   nothing since the last firing, or back to 0 if it has (`mptcp_pm_subflow_chk_stale`). An
@@ -99,7 +100,7 @@ impl MskRtx {
         subflows
             .iter()
             .zip(&self.subflows)
-            .filter(|(_, s)| s.stale_count == 0)
+            .filter(|(v, s)| v.joined && !s.stale && s.stale_count == 0)
             .filter_map(|(v, _)| v.timer_at)
             .map(|t| t.saturating_since(now))
             .max()
@@ -112,10 +113,14 @@ impl MskRtx {
         self.at = outstanding.then(|| now + self.ival);
     }
 
-    /// Data was sent: the period is taken from the subflows' timers, and the timer armed if it
-    /// is not pending.
-    pub fn arm(&mut self, now: Time, subflows: &[SubflowNow]) {
+    /// The connection consulted its scheduler (`mptcp_subflow_get_send` calls
+    /// `mptcp_set_timeout`): the period follows the subflows' timers.
+    pub fn refresh(&mut self, now: Time, subflows: &[SubflowNow]) {
         self.ival = self.ival(now, subflows);
+    }
+
+    /// Data was sent: the timer is armed if it is not pending.
+    pub fn arm(&mut self, now: Time) {
         if self.at.is_none() {
             self.at = Some(now + self.ival);
         }
@@ -225,14 +230,15 @@ mod tests {
         let mut m = MskRtx::new(2);
         let now = Time::ZERO + Dur::from_secs(1);
         let subflows = [sf(4, Some(now + Dur::from_millis(700))), sf(0, None)];
-        m.arm(now, &subflows);
+        m.refresh(now, &subflows);
+        m.arm(now);
         assert_eq!(m.timer_at(), Some(now + Dur::from_millis(700)));
         let f = m.fire(now + Dur::from_millis(700), &subflows);
         assert!(f.retransmit_head && !f.retransmit_all);
         // Re-armed with the period of the last send.
         assert_eq!(m.timer_at(), Some(now + Dur::from_millis(1400)));
         // Subflow 0 is now suspected (count 1): its timer no longer sets the period.
-        m.arm(now + Dur::from_millis(1000), &subflows);
+        m.refresh(now + Dur::from_millis(1000), &subflows);
         m.reset(now + Dur::from_millis(1000), true);
         assert_eq!(
             m.timer_at(),

@@ -364,8 +364,13 @@ impl Sender {
             }
         }
         self.data.una = target;
-        if let Some(m) = self.msk_rtx.as_mut() {
+        if self.msk_rtx.is_some() {
+            // The Data ACK advanced: Linux pushes pending data (`__mptcp_push_pending`, whose
+            // `mptcp_subflow_get_send` takes the period afresh) and re-arms the timer.
+            self.fill_now_views(now);
             let outstanding = self.data.una < self.data.first_unsent.max(self.data.una);
+            let m = self.msk_rtx.as_mut().expect("checked");
+            m.refresh(now, &self.now_views);
             m.reset(now, outstanding);
         }
         self.stats.data_ack_steps.record(step);
@@ -661,7 +666,8 @@ impl Sender {
             if self.msk_rtx.is_some() {
                 self.fill_now_views(now);
                 let m = self.msk_rtx.as_mut().expect("checked");
-                m.arm(now, &self.now_views);
+                m.refresh(now, &self.now_views);
+                m.arm(now);
             }
         }
         let pending = self.data.unsent().next();
