@@ -460,3 +460,52 @@ def test_bad_loss_settings_name_the_key(keys: dict[str, Any], message: str) -> N
     with pytest.raises(ScenarioError) as err:
         load({"path": [path]})
     assert message in str(err.value)
+
+
+def test_trace_files_are_read_from_the_scenario_s_folder() -> None:
+    from mpsched import mahimahi
+
+    config = to_native(load(SCENARIOS / "lte-trace.toml"))
+    lte = config["paths"][1]
+    shipped = mahimahi.read(SCENARIOS / "traces" / "lte-steps.trace")
+    assert lte["down"]["trace_ms"] == shipped
+    assert lte["down"]["rate_bps"] == mahimahi.mean_rate_bps(shipped)
+    assert "trace_ms" not in lte["up"] and lte["up"]["rate_bps"] == 10_000_000
+
+
+def test_the_shipped_traces_are_what_the_generator_writes(tmp_path: Path) -> None:
+    from mpsched import mahimahi
+
+    assert mahimahi.main([str(tmp_path)]) == 0
+    for name in mahimahi.SHIPPED:
+        assert (tmp_path / name).read_text() == (SCENARIOS / "traces" / name).read_text(), name
+    # The constant trace is 12.032 Mbit/s; the stepped one averages its four steps.
+    assert mahimahi.mean_rate_bps(mahimahi.read(tmp_path / "constant-12mbps.trace")) == 12_032_000
+    steps = mahimahi.mean_rate_bps(mahimahi.read(tmp_path / "lte-steps.trace"))
+    assert abs(steps - 11_250_000) < 20_000
+
+
+@pytest.mark.parametrize(
+    ("text", "keys", "message"),
+    [
+        ("1\n2\nx\n", {}, "path[0].trace ('a'): {file} line 3: expected milliseconds, got 'x'"),
+        ("5\n3\n", {}, "line 2: 3 ms comes after 5 ms"),
+        ("0\n", {}, "no opportunity after 0 ms"),
+        ("1\n2\n", {"schedule": [{"at": "1s", "rate": "5Mbps"}]}, "the path's trace sets"),
+    ],
+)
+def test_bad_traces_name_the_key_the_file_and_the_line(
+    tmp_path: Path, text: str, keys: dict[str, Any], message: str
+) -> None:
+    file = tmp_path / "bad.trace"
+    file.write_text(text)
+    path = {"name": "a", "rtt": "20ms", "rate": "10Mbps", "trace": str(file), **keys}
+    with pytest.raises(ScenarioError) as err:
+        load({"path": [path]})
+    assert message.format(file=file) in str(err.value)
+
+
+def test_a_path_without_rate_needs_traces_both_ways() -> None:
+    with pytest.raises(ScenarioError) as err:
+        load({"path": [{"name": "a", "rtt": "20ms"}]})
+    assert "path[0].rate ('a'): required (or trace and trace_up)" in str(err.value)

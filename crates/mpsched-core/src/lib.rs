@@ -14,6 +14,7 @@ pub mod cc;
 pub mod conn;
 pub mod link;
 pub mod loss;
+pub mod opportunities;
 pub mod packet;
 pub mod rng;
 pub mod rtt;

@@ -13,6 +13,7 @@
 //! the wire ([`HasWireLen`]).
 
 use crate::loss::{Loss, LossModel};
+use crate::opportunities::{Opportunities, OpportunityServer};
 use crate::packet::Packet;
 use crate::rng::Rng;
 use crate::time::{Dur, Time};
@@ -37,6 +38,9 @@ pub struct LinkConfig {
     /// Standard deviation of each packet's propagation delay (normal, cut at 4 sigma and at
     /// zero delay); zero: a fixed delay.
     pub jitter: Dur,
+    /// A Mahimahi trace of delivery opportunities instead of a fixed rate (`rate` is then the
+    /// trace's mean, for queue limits in time).
+    pub opportunities: Option<Opportunities>,
 }
 
 /// A normal deviate beyond this many standard deviations is cut (netem's tables end there).
@@ -99,13 +103,19 @@ pub struct Link<P: HasWireLen = Packet> {
     limit_bytes: Option<u64>,
     /// False during an outage (`set_up`).
     up: bool,
+    /// Departures at a trace's delivery opportunities instead of at the rate.
+    server: Option<OpportunityServer>,
 }
 
 impl<P: HasWireLen> Link<P> {
     pub fn new(cfg: &LinkConfig, rng: Rng) -> Link<P> {
         assert!(cfg.rate.bps > 0, "link rate must be positive");
+        let rate = cfg
+            .opportunities
+            .as_ref()
+            .map_or(cfg.rate, Opportunities::mean_rate);
         Link {
-            rate: cfg.rate,
+            rate,
             delay: cfg.delay,
             jitter: cfg.jitter,
             min_delay: Self::min_propagation(cfg.delay, cfg.jitter),
@@ -118,8 +128,9 @@ impl<P: HasWireLen> Link<P> {
             head_done: Time::ZERO,
             stats: LinkStats::default(),
             tx_cache: [(0, Dur::ZERO); 2],
-            limit_bytes: Self::bytes_of(cfg.queue, cfg.rate),
+            limit_bytes: Self::bytes_of(cfg.queue, rate),
             up: true,
+            server: cfg.opportunities.clone().map(OpportunityServer::new),
         }
     }
 
@@ -173,7 +184,7 @@ impl<P: HasWireLen> Link<P> {
         }
         self.stats.enqueued += 1;
         if self.queued() == 0 {
-            self.head_done = now + self.tx_time(pkt.wire_len());
+            self.head_done = self.departure(now, pkt.wire_len());
         }
         self.queued_bytes += pkt.wire_len() as u64;
         self.packets.push_back((Time::ZERO, pkt));
@@ -209,8 +220,17 @@ impl<P: HasWireLen> Link<P> {
             self.in_pipe += 1;
             if let Some((_, next)) = self.packets.get(self.in_pipe) {
                 let len = next.wire_len();
-                self.head_done = done + self.tx_time(len);
+                self.head_done = self.departure(done, len);
             }
+        }
+    }
+
+    /// When a packet of `len` bytes at the head of the queue from `ready` on has been sent:
+    /// serialized at the rate, or carried by the trace's delivery opportunities.
+    fn departure(&mut self, ready: Time, len: u32) -> Time {
+        match self.server.as_mut() {
+            Some(s) => s.depart(ready, len),
+            None => ready + self.tx_time(len),
         }
     }
 
@@ -261,6 +281,9 @@ impl<P: HasWireLen> Link<P> {
     /// Changes the rate from `now` on; the packet in service finishes at the old rate.
     pub fn set_rate(&mut self, now: Time, rate: Rate) {
         assert!(rate.bps > 0, "link rate must be positive");
+        if self.server.is_some() {
+            return; // a trace sets the capacity (the scenario refuses rate changes there)
+        }
         self.advance(now);
         self.rate = rate;
         self.tx_cache = [(0, Dur::ZERO); 2];
@@ -328,6 +351,7 @@ mod tests {
         Link::new(
             &LinkConfig {
                 jitter: Dur::ZERO,
+                opportunities: None,
                 rate: Rate::mbps(30),
                 delay: Dur::from_millis(10),
                 queue,
@@ -429,6 +453,7 @@ mod tests {
         }
         let cfg = LinkConfig {
             jitter: Dur::ZERO,
+            opportunities: None,
             rate: Rate::mbps(30),
             delay: Dur::from_millis(10),
             queue: QueueLimit::Bytes(4000),
@@ -462,6 +487,7 @@ mod tests {
                 queue: QueueLimit::Packets(1_000_000),
                 loss: LossModel::Bernoulli(0.0),
                 jitter,
+                opportunities: None,
             },
             Rng::new(1, 1),
         )

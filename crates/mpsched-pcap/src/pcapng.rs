@@ -122,6 +122,88 @@ fn pad(body: &mut Vec<u8>) {
     body.resize(body.len().next_multiple_of(4), 0);
 }
 
+/// A packet read back from a pcapng section this crate wrote (little-endian, ns times).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Packet {
+    pub interface: u32,
+    pub t_ns: u64,
+    pub orig_len: u32,
+    pub data: Vec<u8>,
+}
+
+/// A section read back: its interfaces' names and its packets.
+#[derive(Clone, Debug, Default)]
+pub struct Section {
+    pub interfaces: Vec<String>,
+    pub packets: Vec<Packet>,
+}
+
+/// Reads what `Writer` wrote, checking every block's framing; an error says what and where.
+pub fn read(bytes: &[u8]) -> Result<Section, String> {
+    let u32_at = |at: usize| -> Result<u32, String> {
+        bytes
+            .get(at..at + 4)
+            .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
+            .ok_or_else(|| format!("truncated at byte {at}"))
+    };
+    let mut out = Section::default();
+    let mut at = 0;
+    while at < bytes.len() {
+        let kind = u32_at(at)?;
+        let len = u32_at(at + 4)? as usize;
+        if len < 12
+            || !len.is_multiple_of(4)
+            || at + len > bytes.len()
+            || u32_at(at + len - 4)? as usize != len
+        {
+            return Err(format!("bad block length {len} at byte {at}"));
+        }
+        let body = &bytes[at + 8..at + len - 4];
+        match kind {
+            SHB if body.get(..4) != Some(&BYTE_ORDER_MAGIC.to_le_bytes()[..]) => {
+                return Err(format!(
+                    "section header at byte {at}: not little-endian pcapng"
+                ));
+            }
+            IDB => {
+                let mut name = String::new();
+                let mut o = 8;
+                while o + 4 <= body.len() {
+                    let code = u16::from_le_bytes([body[o], body[o + 1]]);
+                    let olen = usize::from(u16::from_le_bytes([body[o + 2], body[o + 3]]));
+                    let value = body
+                        .get(o + 4..o + 4 + olen)
+                        .ok_or("option overruns its block")?;
+                    if code == IF_NAME {
+                        name = String::from_utf8_lossy(value).into_owned();
+                    }
+                    o += 4 + olen.div_ceil(4) * 4;
+                }
+                out.interfaces.push(name);
+            }
+            EPB => {
+                if body.len() < 20 {
+                    return Err(format!("packet block at byte {at}: too short"));
+                }
+                let word = |i: usize| u32::from_le_bytes(body[i..i + 4].try_into().expect("4"));
+                let caplen = word(12) as usize;
+                let data = body
+                    .get(20..20 + caplen)
+                    .ok_or("captured length overruns its block")?;
+                out.packets.push(Packet {
+                    interface: word(0),
+                    t_ns: (u64::from(word(4)) << 32) | u64::from(word(8)),
+                    orig_len: word(16),
+                    data: data.to_vec(),
+                });
+            }
+            _ => {}
+        }
+        at += len;
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -159,5 +241,28 @@ mod tests {
         assert_eq!(u32_at(&b, epb + 20), 5);
         assert_eq!(u32_at(&b, epb + 24), 1500);
         assert_eq!(&b[epb + 28..epb + 33], &[0x45; 5]);
+    }
+
+    #[test]
+    fn what_is_written_reads_back_and_broken_framing_is_refused() {
+        let mut w = Writer::new(Vec::new(), "test", "").unwrap();
+        let a = w.add_interface("wifi down", LINKTYPE_IPV4, 80).unwrap();
+        let b = w.add_interface("lte up", LINKTYPE_IPV4, 80).unwrap();
+        w.packet(b, 7, 52, &[1, 2, 3]).unwrap();
+        w.packet(a, 1 << 40, 1500, &[9; 40]).unwrap();
+        let bytes = w.into_inner();
+        let s = read(&bytes).unwrap();
+        assert_eq!(s.interfaces, ["wifi down", "lte up"]);
+        let p = &s.packets;
+        assert_eq!((p[0].interface, p[0].t_ns, p[0].orig_len), (1, 7, 52));
+        assert_eq!(p[0].data, [1, 2, 3]);
+        assert_eq!(
+            (p[1].interface, p[1].t_ns, p[1].data.len()),
+            (0, 1 << 40, 40)
+        );
+        assert!(read(&bytes[..bytes.len() - 2]).is_err());
+        let mut bad = bytes.clone();
+        bad[4] = 13; // the first block's length
+        assert!(read(&bad).is_err());
     }
 }

@@ -21,6 +21,7 @@ pub fn path(name: &str, rate_bps: u64, rtt_ns: u64, queue: QueueSpec, loss: f64)
         jitter_ns: 0,
         loss_burst: None,
         gilbert_elliott: None,
+        trace_ms: None,
     };
     PathConfig {
         name: name.into(),

@@ -6,6 +6,7 @@
 use mpsched_core::cc::CcKind;
 use mpsched_core::link::{LinkConfig, QueueLimit};
 use mpsched_core::loss::LossModel;
+use mpsched_core::opportunities::Opportunities;
 use mpsched_core::sched;
 use mpsched_core::{Dur, Rate};
 use serde::Deserialize;
@@ -167,6 +168,9 @@ pub struct LinkSpec {
     /// A Gilbert-Elliott chain's four parameters, instead of `loss` and `loss_burst`.
     #[serde(default)]
     pub gilbert_elliott: Option<GilbertElliottSpec>,
+    /// A Mahimahi trace's delivery opportunities (ms), instead of `rate_bps`.
+    #[serde(default)]
+    pub trace_ms: Option<Vec<u64>>,
 }
 
 /// The four-parameter form of Gilbert-Elliott loss (netem's `loss gemodel p r 1-h 1-k`).
@@ -295,6 +299,10 @@ impl LinkSpec {
             },
             loss: self.loss_model().expect("validated"),
             jitter: Dur(self.jitter_ns),
+            opportunities: self
+                .trace_ms
+                .as_deref()
+                .map(|ms| Opportunities::from_millis(ms).expect("validated")),
         }
     }
 
@@ -326,6 +334,9 @@ impl LinkSpec {
             ));
         }
         self.loss_model().map_err(|e| format!("{field}.{e}"))?;
+        if let Some(ms) = &self.trace_ms {
+            Opportunities::from_millis(ms).map_err(|e| format!("{field}.trace_ms: {e}"))?;
+        }
         if self.delay_ns > 3_600_000_000_000 {
             return Err(format!("{field}.delay_ns: more than an hour"));
         }
@@ -447,6 +458,12 @@ impl Config {
             for (k, c) in p.schedule.iter().enumerate() {
                 if c.rate_bps == Some(0) {
                     return Err(format!("paths[{i}].schedule[{k}].rate_bps: must be > 0"));
+                }
+                let traced = p.down.trace_ms.is_some() || p.up.trace_ms.is_some();
+                if c.rate_bps.is_some() && traced {
+                    return Err(format!(
+                        "paths[{i}].schedule[{k}].rate_bps: a trace sets this path's capacity"
+                    ));
                 }
             }
         }

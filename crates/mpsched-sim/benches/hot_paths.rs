@@ -55,6 +55,7 @@ fn link(c: &mut Criterion) {
                 queue: QueueLimit::Packets(1000),
                 loss: mpsched_core::loss::LossModel::Bernoulli(0.0001),
                 jitter: Dur::ZERO,
+                opportunities: None,
             },
             Rng::new(1, 1),
         );

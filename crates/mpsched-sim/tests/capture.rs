@@ -84,55 +84,20 @@ impl Captured {
     }
 }
 
-fn u32_le(b: &[u8]) -> u32 {
-    u32::from_le_bytes(b[..4].try_into().unwrap())
-}
-
-/// Reads a pcapng file: the interface names and every packet, checking each block's framing.
+/// Reads a pcapng file back (`mpsched_pcap::read` checks every block's framing).
 fn read(bytes: &[u8]) -> (Vec<String>, Vec<Captured>) {
-    let (mut names, mut packets) = (Vec::new(), Vec::new());
-    let mut at = 0;
-    while at < bytes.len() {
-        let kind = u32_le(&bytes[at..]);
-        let len = u32_le(&bytes[at + 4..]) as usize;
-        assert!(
-            len.is_multiple_of(4) && at + len <= bytes.len(),
-            "block at {at}"
-        );
-        assert_eq!(
-            u32_le(&bytes[at + len - 4..]) as usize,
-            len,
-            "trailer at {at}"
-        );
-        let body = &bytes[at + 8..at + len - 4];
-        match kind {
-            0x0A0D_0D0A => assert_eq!(u32_le(body), 0x1A2B_3C4D, "byte-order magic"),
-            1 => {
-                // Options after linktype (2), reserved (2), snaplen (4): if_name is code 2.
-                let mut o = 8;
-                while o + 4 <= body.len() {
-                    let code = u16::from_le_bytes([body[o], body[o + 1]]);
-                    let olen = usize::from(u16::from_le_bytes([body[o + 2], body[o + 3]]));
-                    if code == 2 {
-                        names.push(String::from_utf8(body[o + 4..o + 4 + olen].to_vec()).unwrap());
-                    }
-                    o += 4 + olen.div_ceil(4) * 4;
-                }
-            }
-            6 => {
-                let caplen = u32_le(&body[12..]) as usize;
-                packets.push(Captured {
-                    interface: u32_le(body),
-                    t_ns: (u64::from(u32_le(&body[4..])) << 32) | u64::from(u32_le(&body[8..])),
-                    orig_len: u32_le(&body[16..]),
-                    headers: body[20..20 + caplen].to_vec(),
-                });
-            }
-            other => panic!("unexpected block type {other}"),
-        }
-        at += len;
-    }
-    (names, packets)
+    let section = mpsched_pcap::read(bytes).expect("well-formed pcapng");
+    let packets = section
+        .packets
+        .into_iter()
+        .map(|p| Captured {
+            interface: p.interface,
+            t_ns: p.t_ns,
+            orig_len: p.orig_len,
+            headers: p.data,
+        })
+        .collect();
+    (section.interfaces, packets)
 }
 
 /// The one's-complement sum of `data` (RFC 1071), folded.

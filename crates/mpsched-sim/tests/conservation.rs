@@ -63,6 +63,7 @@ fn random_scenario(case: u64) -> Config {
                     jitter_ns: if r.chance(0.3) { rtt / 10 } else { 0 },
                     loss_burst,
                     gilbert_elliott: None,
+                    trace_ms: None,
                 },
                 up: LinkSpec {
                     rate_bps: up_rate,
@@ -72,6 +73,7 @@ fn random_scenario(case: u64) -> Config {
                     jitter_ns: 0,
                     loss_burst: ack_loss_burst,
                     gilbert_elliott: None,
+                    trace_ms: None,
                 },
                 schedule: {
                     let mut changes = vec![];

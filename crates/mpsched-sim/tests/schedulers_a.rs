@@ -269,6 +269,7 @@ fn random_scenario(scheduler: &str, case: u64) -> Config {
                 jitter_ns: 0,
                 loss_burst: None,
                 gilbert_elliott: None,
+                trace_ms: None,
             };
             PathConfig {
                 name: format!("p{i}"),

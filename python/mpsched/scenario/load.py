@@ -145,6 +145,20 @@ def read_source(source: Source) -> dict[str, Any]:
     )
 
 
+def _resolve_files(raw: dict[str, Any], folder: Path) -> None:
+    """A path's trace files named relative to the scenario file are read from its folder."""
+    paths = raw.get("path")
+    if not isinstance(paths, list):
+        return
+    for path in paths:
+        if not isinstance(path, dict):
+            continue
+        for key in ("trace", "trace_up"):
+            value = path.get(key)
+            if isinstance(value, str) and value and not Path(value).is_absolute():
+                path[key] = str(folder / value)
+
+
 def load(
     source: Source = None, overrides: Mapping[str, Any] | None = None, *, label: str = "override"
 ) -> Scenario:
@@ -155,6 +169,10 @@ def load(
     ``"path.lte.rtt"``) to values, as given with ``--set``; ``label`` names them in errors.
     """
     raw = read_source(source)
+    if isinstance(source, str | os.PathLike) and not (
+        isinstance(source, str) and _looks_like_toml(source)
+    ):
+        _resolve_files(raw, Path(source).parent)
     if overrides:
         raw = apply_overrides(raw, overrides, label)
     return validate(raw)

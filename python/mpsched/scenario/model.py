@@ -13,7 +13,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .. import contract
+from .. import contract, mahimahi
+from ..errors import ScenarioError
 from ..units import format_bytes, format_duration
 from .fields import (
     MAX_FLOWS,
@@ -21,6 +22,7 @@ from .fields import (
     Count,
     Flag,
     Name,
+    NonEmptyString,
     NonNegativeDuration,
     OptionalDuration,
     OptionalQueue,
@@ -29,7 +31,6 @@ from .fields import (
     OptionalSize,
     Param,
     PositiveDuration,
-    PositiveRate,
     PositiveSize,
     Probability,
     Queue,
@@ -259,8 +260,8 @@ class PathSpec(_Model):
 
     name: Name
     """Addressed as `path.NAME.KEY` by `--set`."""
-    rate: PositiveRate
-    """Link rate of both directions."""
+    rate: OptionalRate = None
+    """Link rate of both directions (required unless `trace` and `trace_up` set both)."""
     rate_up: OptionalRate = None
     """Unset: `rate`. Link rate of the ACK direction."""
     rtt: OptionalDuration = None
@@ -297,6 +298,12 @@ class PathSpec(_Model):
     """
     jitter_up: NonNegativeDuration = "0s"  # type: ignore[assignment]
     """The same for the ACK direction."""
+    trace: NonEmptyString | None = None
+    """Unset: `rate`. A Mahimahi trace file of the data direction's delivery opportunities
+    (one line per 1,504-byte opportunity, in ms, repeating); a relative path is read from the
+    scenario file's folder (`scenarios/traces/` has some)."""
+    trace_up: NonEmptyString | None = None
+    """Unset: `rate_up`, else `rate`. A Mahimahi trace file of the ACK direction."""
     schedule: list[ScheduleEntry] = Field(default_factory=list)
     """Changes during the run (below)."""
 
@@ -524,8 +531,18 @@ def _check_loss(
 
 
 def _check_path(index: int, path: PathSpec, duration: int) -> None:
+    up_rate = path.trace_up is not None or path.rate_up is not None
+    if path.rate is None and (path.trace is None or not up_rate):
+        raise ValueError(f"{_where(index, path.name, 'rate')}: required (or trace and trace_up)")
     if path.rtt is None and path.delay_up is None and path.delay_down is None:
         raise ValueError(f"{_where(index, path.name, 'rtt')}: required (or delay_up/delay_down)")
+    for key in ("trace", "trace_up"):
+        file = getattr(path, key)
+        if file is not None:
+            try:
+                mahimahi.read(file, key=_where(index, path.name, key))
+            except ScenarioError as exc:
+                raise ValueError(str(exc)) from None
     _check_loss(index, path, "", path.loss, path.loss_burst, path.gilbert_elliott)
     _check_loss(index, path, "ack_", path.ack_loss, path.ack_loss_burst, path.ack_gilbert_elliott)
     try:
@@ -557,3 +574,7 @@ def _check_path(index: int, path: PathSpec, duration: int) -> None:
             resolve_delays(entry.rtt, entry.delay_up, entry.delay_down, partial=True)
         except ValueError as exc:
             raise ValueError(f"{_where(index, path.name, where + '.rtt')}: {exc}") from None
+        if entry.rate is not None and (path.trace is not None or path.trace_up is not None):
+            raise ValueError(
+                f"{_where(index, path.name, where + '.rate')}: the path's trace sets its capacity"
+            )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from .. import mahimahi
 from ..units import QueueLimit
 from .model import GilbertElliott, PathSpec, Scenario, ScheduleEntry, resolve_delays
 
@@ -49,24 +50,37 @@ def _schedule(entry: ScheduleEntry) -> dict[str, Any]:
     return change
 
 
+def _traced(link: dict[str, Any], file: str | None, key: str) -> dict[str, Any]:
+    """A direction whose capacity is a Mahimahi trace: its opportunities, and its mean rate
+    (for queue limits in time)."""
+    if file is not None:
+        ms = mahimahi.read(file, key=key)
+        link["trace_ms"] = ms
+        link["rate_bps"] = mahimahi.mean_rate_bps(ms)
+    return link
+
+
 def _path(path: PathSpec) -> dict[str, Any]:
     up_delay, down_delay = path.delays()
+    rate = path.rate or 1  # a traced direction's rate is the trace's (below)
+    down = _link(
+        rate,
+        down_delay,
+        (path.loss, path.loss_burst, path.gilbert_elliott),
+        path.queue,
+        path.jitter,
+    )
+    up = _link(
+        path.rate_up if path.rate_up is not None else rate,
+        up_delay,
+        (path.ack_loss, path.ack_loss_burst, path.ack_gilbert_elliott),
+        path.queue_up if path.queue_up is not None else path.queue,
+        path.jitter_up,
+    )
     return {
         "name": path.name,
-        "down": _link(
-            path.rate,
-            down_delay,
-            (path.loss, path.loss_burst, path.gilbert_elliott),
-            path.queue,
-            path.jitter,
-        ),
-        "up": _link(
-            path.rate_up if path.rate_up is not None else path.rate,
-            up_delay,
-            (path.ack_loss, path.ack_loss_burst, path.ack_gilbert_elliott),
-            path.queue_up if path.queue_up is not None else path.queue,
-            path.jitter_up,
-        ),
+        "down": _traced(down, path.trace, f"path.{path.name}.trace"),
+        "up": _traced(up, path.trace_up, f"path.{path.name}.trace_up"),
         "schedule": [_schedule(e) for e in sorted(path.schedule, key=lambda e: e.at)],
     }
 
