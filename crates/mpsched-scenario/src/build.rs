@@ -28,6 +28,7 @@ pub fn path(name: &str, rate_bps: u64, rtt_ns: u64, queue: QueueSpec, loss: f64)
         down: link(loss),
         up: link(0.0),
         schedule: Vec::<Change>::new(),
+        backup: false,
     }
 }
 

@@ -148,6 +148,10 @@ pub struct PathConfig {
     pub up: LinkSpec,
     #[serde(default)]
     pub schedule: Vec<Change>,
+    /// The client marks its subflow on this path backup (RFC 8684 3.3.8, MP_PRIO): used only
+    /// when no regular subflow can carry data.
+    #[serde(default)]
+    pub backup: bool,
 }
 
 #[derive(Clone, Debug, Deserialize)]

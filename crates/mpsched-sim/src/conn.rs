@@ -120,7 +120,7 @@ impl Conn {
                     spec.syn_at + rtt0 + hs_rtt(p) + up_delay(p)
                 },
                 handshake_rtt: hs_rtt(p),
-                backup: false,
+                backup: cfg.paths[p].backup,
             })
             .collect();
         let client = Receiver::new(ReceiverConfig {

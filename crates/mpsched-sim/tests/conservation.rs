@@ -105,6 +105,8 @@ fn random_scenario(case: u64) -> Config {
                     }
                     changes
                 },
+                // A backup path now and then (never the first: something regular remains).
+                backup: i > 0 && r.chance(0.2),
             }
         })
         .collect();

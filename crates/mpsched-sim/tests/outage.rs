@@ -153,3 +153,34 @@ fn a_path_down_for_good_leaves_the_transfer_to_the_other() {
         );
     }
 }
+
+#[test]
+fn a_backup_path_carries_data_only_while_the_regular_one_is_down() {
+    for (scheduler, stack) in [
+        ("default", StackName::OutOfTree),
+        ("linux", StackName::Upstream),
+    ] {
+        let mut c = wifi_outage(scheduler, stack);
+        c.paths[1].backup = true;
+        let out = Simulation::new(c, true).unwrap().run();
+        // Before the outage and after Wi-Fi is back for good, LTE idles: at most the odd
+        // reinjection or probe (a few segments a second).
+        let [w, l] = delivered(&out, S, 5 * S);
+        assert!(
+            w > 10_000_000 && l < 50_000,
+            "{scheduler}: before: wifi {w} lte {l}"
+        );
+        let [w, l] = delivered(&out, 20 * S, 30 * S);
+        assert!(
+            w > 30_000_000 && l < 100_000,
+            "{scheduler}: after: wifi {w} lte {l}"
+        );
+        // During the outage LTE carries the transfer (upstream once Wi-Fi is stale).
+        let [w, l] = delivered(&out, 8 * S, 10 * S);
+        assert_eq!(w, 0, "{scheduler}");
+        assert!(
+            l > 2 * 3_560_000 * 8 / 10,
+            "{scheduler}: LTE {l} B in the outage"
+        );
+    }
+}

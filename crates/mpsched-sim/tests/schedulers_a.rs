@@ -288,6 +288,7 @@ fn random_scenario(scheduler: &str, case: u64) -> Config {
                 } else {
                     vec![]
                 },
+                backup: false,
             }
         })
         .collect();

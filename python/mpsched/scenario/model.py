@@ -306,6 +306,10 @@ class PathSpec(_Model):
     """Unset: `rate_up`, else `rate`. A Mahimahi trace file of the ACK direction."""
     schedule: list[ScheduleEntry] = Field(default_factory=list)
     """Changes during the run (below)."""
+    backup: Flag = False
+    """A backup path (RFC 8684 MP_PRIO): its subflow carries data only when no regular one
+    can, i.e. out-of-tree while every regular subflow is recovering from a timeout, upstream
+    while none is active (all stale or gone)."""
 
     def delays(self) -> tuple[int, int]:
         """``(delay_up_ns, delay_down_ns)`` after resolving ``rtt`` and the one-way delays."""

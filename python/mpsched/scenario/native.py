@@ -82,6 +82,7 @@ def _path(path: PathSpec) -> dict[str, Any]:
         "down": _traced(down, path.trace, f"path.{path.name}.trace"),
         "up": _traced(up, path.trace_up, f"path.{path.name}.trace_up"),
         "schedule": [_schedule(e) for e in sorted(path.schedule, key=lambda e: e.at)],
+        **({"backup": True} if path.backup else {}),
     }
 
 

@@ -37,8 +37,8 @@
 use super::default::RcvBufOpt;
 use crate::cc::INFINITE_SSTHRESH;
 use crate::sched::{
-    lowest_rtt_available, Decision, ParamInfo, Reason, SchedCtx, SchedInfo, SchedParams, Scheduler,
-    SubflowSet,
+    fastest_in_use, lowest_rtt_available, Decision, ParamInfo, Reason, SchedCtx, SchedInfo,
+    SchedParams, Scheduler, SubflowSet,
 };
 use crate::time::{Dur, Time};
 
@@ -200,16 +200,13 @@ impl Scheduler for Blest {
             self.srtt_max.resize(n, Dur::ZERO);
         }
         self.rbuf.init(ctx);
-        // The fastest established subflow, window space or not; track each one's srtt range.
-        let mut fast: Option<usize> = None;
+        // Track each established subflow's srtt range; the fast one is the fastest in use
+        // (regular, or backup when no regular one can send), window space or not.
         for v in ctx.subflows().iter().filter(|v| v.established) {
             self.srtt_min[v.id] = self.srtt_min[v.id].min(v.srtt);
             self.srtt_max[v.id] = self.srtt_max[v.id].max(v.srtt);
-            if fast.is_none_or(|f| v.srtt < ctx.subflows()[f].srtt) {
-                fast = Some(v.id);
-            }
         }
-        let fast = fast?;
+        let fast = fastest_in_use(ctx.subflows()).map(|v| v.id)?;
 
         // Segments queued for reinjection go first, through the same test.
         let reinject = ctx

@@ -39,8 +39,8 @@
 
 use super::default::RcvBufOpt;
 use crate::sched::{
-    lowest_rtt_available, Decision, ParamInfo, Reason, SchedCtx, SchedInfo, SchedParams, Scheduler,
-    SubflowSet,
+    fastest_in_use, lowest_rtt_available, Decision, ParamInfo, Reason, SchedCtx, SchedInfo,
+    SchedParams, Scheduler, SubflowSet,
 };
 
 pub const INFO: SchedInfo = SchedInfo {
@@ -160,12 +160,7 @@ impl Scheduler for Ecf {
     fn next(&mut self, ctx: &mut SchedCtx) -> Option<Decision> {
         self.rbuf.init(ctx);
         let n = ctx.subflows().len();
-        let fast = ctx
-            .subflows()
-            .iter()
-            .filter(|v| v.established)
-            .min_by_key(|v| (v.srtt, v.id))
-            .map(|v| v.id)?;
+        let fast = fastest_in_use(ctx.subflows()).map(|v| v.id)?;
 
         let reinject = ctx
             .reinject_queue()

@@ -287,6 +287,12 @@ pub struct SchedInfo {
 
 /// Among available subflows, the one with the lowest srtt (ties to the lower index), optionally
 /// excluding a set. Subflows without an RTT sample yet rank as srtt = 0, as in the kernel.
+///
+/// A backup subflow only when no regular one could carry the segment even later: a regular
+/// subflow that is merely out of window space is waited for (the out-of-tree
+/// `get_available_subflow` returns nothing when a regular subflow is only temporarily
+/// unavailable, its `force` case); backups serve once every regular one is gone, still joining
+/// or potentially failed (recovering from a timeout).
 pub fn lowest_rtt_available(views: &[SubflowView], exclude: SubflowSet) -> Option<usize> {
     let pick = |backup: bool| {
         views
@@ -295,8 +301,28 @@ pub fn lowest_rtt_available(views: &[SubflowView], exclude: SubflowSet) -> Optio
             .min_by_key(|v| (v.srtt, v.id))
             .map(|v| v.id)
     };
-    // Regular subflows before backup ones.
-    pick(false).or_else(|| pick(true))
+    let regular_alive = views.iter().any(|v| {
+        !v.backup && v.established && v.ca_state != CaState::Loss && !exclude.contains(v.id)
+    });
+    pick(!regular_alive)
+}
+
+/// Whether the subflows in use are the backup ones: only when no regular subflow is
+/// established and out of timeout recovery (see `lowest_rtt_available`).
+pub fn backups_in_use(views: &[SubflowView]) -> bool {
+    !views
+        .iter()
+        .any(|v| !v.backup && v.established && v.ca_state != CaState::Loss)
+}
+
+/// The established subflow with the lowest srtt among those in use (regular, or backup when
+/// no regular one can carry data): the "fast" subflow BLEST, ECF and MPTCP-SF compare with.
+pub fn fastest_in_use(views: &[SubflowView]) -> Option<&SubflowView> {
+    let backup = backups_in_use(views);
+    views
+        .iter()
+        .filter(|v| v.established && v.backup == backup)
+        .min_by_key(|v| (v.srtt, v.id))
 }
 
 #[cfg(test)]

@@ -23,7 +23,9 @@
 //! inside U for S1 and S2, the other subflows being treated as having no window space.
 
 use super::default::DefaultSched;
-use crate::sched::{Decision, ParamInfo, SchedCtx, SchedInfo, SchedParams, Scheduler, SubflowView};
+use crate::sched::{
+    fastest_in_use, Decision, ParamInfo, SchedCtx, SchedInfo, SchedParams, Scheduler, SubflowView,
+};
 
 pub const INFO: SchedInfo = SchedInfo {
     name: "mptcp-sf",
@@ -91,10 +93,7 @@ impl Scheduler for MptcpSf {
     fn next(&mut self, ctx: &mut SchedCtx) -> Option<Decision> {
         let sent = ctx.bytes_sent();
         let views = ctx.subflows();
-        let fastest = views
-            .iter()
-            .filter(|v| v.established)
-            .min_by_key(|v| (v.srtt, v.id))?;
+        let fastest = fastest_in_use(views)?;
         let (fastest_id, t_min) = (fastest.id, fastest.srtt.as_nanos() as f64);
         let in_u = |v: &SubflowView| {
             if sent < self.s1_bytes {
