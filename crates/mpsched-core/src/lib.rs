@@ -11,6 +11,7 @@
 //! schedulers of the papers in `shared/papers`.
 
 pub mod cc;
+pub mod codel;
 pub mod conn;
 pub mod link;
 pub mod loss;

@@ -12,12 +12,13 @@
 //! description of a path means the same thing in both. All it needs of a packet is its size on
 //! the wire ([`HasWireLen`]).
 
+use crate::codel::{Codel, CodelConfig};
 use crate::loss::{Loss, LossModel};
 use crate::opportunities::{Opportunities, OpportunityServer};
 use crate::packet::Packet;
 use crate::rng::Rng;
 use crate::time::{Dur, Time};
-use crate::units::Rate;
+use crate::units::{wire::MTU, Rate};
 use std::collections::VecDeque;
 
 /// How the drop-tail limit of a queue is expressed.
@@ -41,6 +42,8 @@ pub struct LinkConfig {
     /// A Mahimahi trace of delivery opportunities instead of a fixed rate (`rate` is then the
     /// trace's mean, for queue limits in time).
     pub opportunities: Option<Opportunities>,
+    /// CoDel (RFC 8289) at the queue's head, besides the drop-tail limit.
+    pub codel: Option<CodelConfig>,
 }
 
 /// A normal deviate beyond this many standard deviations is cut (netem's tables end there).
@@ -53,6 +56,8 @@ pub struct LinkStats {
     pub random_drops: u64,
     /// Packets lost to an outage: in the link when it went down, or offered while down.
     pub outage_drops: u64,
+    /// Packets CoDel dropped at the head of the queue.
+    pub aqm_drops: u64,
     pub delivered: u64,
     pub bytes_delivered: u64,
 }
@@ -105,6 +110,9 @@ pub struct Link<P: HasWireLen = Packet> {
     up: bool,
     /// Departures at a trace's delivery opportunities instead of at the rate.
     server: Option<OpportunityServer>,
+    codel: Option<Codel>,
+    /// Packets the AQM dropped, for the driver to take (`take_dropped`).
+    dropped: Vec<P>,
 }
 
 impl<P: HasWireLen> Link<P> {
@@ -131,6 +139,8 @@ impl<P: HasWireLen> Link<P> {
             limit_bytes: Self::bytes_of(cfg.queue, rate),
             up: true,
             server: cfg.opportunities.clone().map(OpportunityServer::new),
+            codel: cfg.codel.map(Codel::new),
+            dropped: Vec::new(),
         }
     }
 
@@ -187,7 +197,8 @@ impl<P: HasWireLen> Link<P> {
             self.head_done = self.departure(now, pkt.wire_len());
         }
         self.queued_bytes += pkt.wire_len() as u64;
-        self.packets.push_back((Time::ZERO, pkt));
+        // A queued packet's slot holds when it was queued (its arrival time once it leaves).
+        self.packets.push_back((now, pkt));
         Ok(())
     }
 
@@ -218,11 +229,40 @@ impl<P: HasWireLen> Link<P> {
             *arrival = (done + delay).max(last);
             self.queued_bytes -= pkt.wire_len() as u64;
             self.in_pipe += 1;
+            self.aqm_at_head(done);
             if let Some((_, next)) = self.packets.get(self.in_pipe) {
                 let len = next.wire_len();
                 self.head_done = self.departure(done, len);
             }
         }
+    }
+
+    /// The next queued packet leaves the queue for the wire at `now`: CoDel may drop it, and
+    /// then judges the one behind it, at the same instant (RFC 8289 `dequeue`).
+    fn aqm_at_head(&mut self, now: Time) {
+        let Some(codel) = self.codel.as_mut() else {
+            return;
+        };
+        loop {
+            let Some(&(queued_at, ref next)) = self.packets.get(self.in_pipe) else {
+                codel.on_empty();
+                return;
+            };
+            let len = u64::from(next.wire_len());
+            let sojourn = now.saturating_since(queued_at);
+            if !codel.should_drop(now, sojourn, self.queued_bytes - len, u64::from(MTU)) {
+                return;
+            }
+            let (_, pkt) = self.packets.remove(self.in_pipe).expect("present");
+            self.queued_bytes -= len;
+            self.stats.aqm_drops += 1;
+            self.dropped.push(pkt);
+        }
+    }
+
+    /// Packets the AQM dropped since the last call (the driver counts them).
+    pub fn take_dropped(&mut self) -> Vec<P> {
+        std::mem::take(&mut self.dropped)
     }
 
     /// When a packet of `len` bytes at the head of the queue from `ready` on has been sent:
@@ -352,6 +392,7 @@ mod tests {
             &LinkConfig {
                 jitter: Dur::ZERO,
                 opportunities: None,
+                codel: None,
                 rate: Rate::mbps(30),
                 delay: Dur::from_millis(10),
                 queue,
@@ -454,6 +495,7 @@ mod tests {
         let cfg = LinkConfig {
             jitter: Dur::ZERO,
             opportunities: None,
+            codel: None,
             rate: Rate::mbps(30),
             delay: Dur::from_millis(10),
             queue: QueueLimit::Bytes(4000),
@@ -488,6 +530,7 @@ mod tests {
                 loss: LossModel::Bernoulli(0.0),
                 jitter,
                 opportunities: None,
+                codel: None,
             },
             Rng::new(1, 1),
         )

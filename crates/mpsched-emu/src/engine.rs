@@ -109,6 +109,8 @@ pub struct PortReport {
     pub random_drops: u64,
     /// Packets lost to an outage (`state = "down"`), in the link or offered.
     pub outage_drops: u64,
+    /// Packets CoDel dropped at the head of the queue.
+    pub aqm_drops: u64,
     pub delivered: u64,
     pub bytes_delivered: u64,
     /// Packets still in the link when it stopped.
@@ -222,6 +224,7 @@ pub fn run(mut ports: Vec<Port>, shared: &Shared, spin_ns: u64) -> std::io::Resu
                 queue_drops: s.queue_drops,
                 random_drops: s.random_drops,
                 outage_drops: s.outage_drops,
+                aqm_drops: s.aqm_drops,
                 delivered: s.delivered,
                 bytes_delivered: s.bytes_delivered,
                 backlog_bytes: p.link.backlog_bytes(),
@@ -305,6 +308,12 @@ fn receive(port: &mut Port, shared: &Shared, buf: &mut [u8], pool: &mut Vec<Vec<
                 if refused && port.drop_times.len() < MAX_DROP_TIMES {
                     port.drop_times.push(abs);
                 }
+                // CoDel's drops at the head of the queue: their buffers are reused.
+                for p in port.link.take_dropped() {
+                    if pool.len() < 4096 {
+                        pool.push(p.bytes);
+                    }
+                }
             }
             Ok(_) => break,
             Err(_) => {
@@ -327,7 +336,14 @@ fn release(port: &mut Port, shared: &Shared, pool: &mut Vec<Vec<u8>>) {
         // Delivering at `due` (not `now`) hands over exactly the packet that arrives at `due`,
         // so that its lateness is measured against its own arrival time. The link's clock
         // never goes back: it only moves packets whose time has come.
-        let Some(pkt) = port.link.poll_deliver(due) else {
+        let delivered = port.link.poll_deliver(due);
+        // CoDel may drop at a serialization's end; the buffers are reused.
+        for p in port.link.take_dropped() {
+            if pool.len() < 4096 {
+                pool.push(p.bytes);
+            }
+        }
+        let Some(pkt) = delivered else {
             // `due` was the end of a serialization behind a packet whose longer delay it must
             // wait for (after a delay decrease): the packet entered the delay line.
             continue;

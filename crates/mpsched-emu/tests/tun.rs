@@ -82,6 +82,7 @@ fn plan(down: bool, rate: Rate, delay: Dur, queue: QueueLimit) -> LinkPlan {
             loss: mpsched_core::loss::LossModel::Bernoulli(0.0),
             jitter: mpsched_core::Dur::ZERO,
             opportunities: None,
+            codel: None,
         },
         stream: if down { 1 } else { 2 },
         changes: Vec::<LinkChange>::new(),

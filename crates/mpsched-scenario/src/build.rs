@@ -22,6 +22,7 @@ pub fn path(name: &str, rate_bps: u64, rtt_ns: u64, queue: QueueSpec, loss: f64)
         loss_burst: None,
         gilbert_elliott: None,
         trace_ms: None,
+        codel: None,
     };
     PathConfig {
         name: name.into(),

@@ -4,6 +4,7 @@
 //! make it panic, and names the offending field when it refuses.
 
 use mpsched_core::cc::CcKind;
+use mpsched_core::codel::CodelConfig;
 use mpsched_core::link::{LinkConfig, QueueLimit};
 use mpsched_core::loss::LossModel;
 use mpsched_core::opportunities::Opportunities;
@@ -175,6 +176,16 @@ pub struct LinkSpec {
     /// A Mahimahi trace's delivery opportunities (ms), instead of `rate_bps`.
     #[serde(default)]
     pub trace_ms: Option<Vec<u64>>,
+    /// CoDel at the queue's head (RFC 8289), besides the drop-tail limit.
+    #[serde(default)]
+    pub codel: Option<CodelSpec>,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CodelSpec {
+    pub target_ns: u64,
+    pub interval_ns: u64,
 }
 
 /// The four-parameter form of Gilbert-Elliott loss (netem's `loss gemodel p r 1-h 1-k`).
@@ -307,6 +318,10 @@ impl LinkSpec {
                 .trace_ms
                 .as_deref()
                 .map(|ms| Opportunities::from_millis(ms).expect("validated")),
+            codel: self.codel.map(|c| CodelConfig {
+                target: Dur(c.target_ns),
+                interval: Dur(c.interval_ns),
+            }),
         }
     }
 
@@ -338,6 +353,14 @@ impl LinkSpec {
             ));
         }
         self.loss_model().map_err(|e| format!("{field}.{e}"))?;
+        if let Some(c) = self.codel {
+            if c.target_ns == 0 || c.interval_ns == 0 || c.target_ns > c.interval_ns {
+                return Err(format!(
+                    "{field}.codel: needs 0 < target_ns <= interval_ns, got {} and {}",
+                    c.target_ns, c.interval_ns
+                ));
+            }
+        }
         if let Some(ms) = &self.trace_ms {
             Opportunities::from_millis(ms).map_err(|e| format!("{field}.trace_ms: {e}"))?;
         }

@@ -56,6 +56,7 @@ fn link(c: &mut Criterion) {
                 loss: mpsched_core::loss::LossModel::Bernoulli(0.0001),
                 jitter: Dur::ZERO,
                 opportunities: None,
+                codel: None,
             },
             Rng::new(1, 1),
         );

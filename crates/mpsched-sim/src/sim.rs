@@ -426,7 +426,23 @@ impl Simulation {
                 self.flush_server(k);
             }
         }
+        self.count_aqm_drops(l);
         self.rearm_link(l);
+    }
+
+    /// Counts what the link's AQM dropped as queue drops of their subflows.
+    fn count_aqm_drops(&mut self, l: usize) {
+        if self.links[l].stats().aqm_drops == 0 {
+            return;
+        }
+        for Tagged { conn, pkt } in self.links[l].take_dropped() {
+            let d = &mut self.conns[conn as usize].drops[pkt.subflow as usize];
+            if l.is_multiple_of(2) {
+                d.queue += 1;
+            } else {
+                d.ack_queue += 1;
+            }
+        }
     }
 
     fn rearm_link(&mut self, l: usize) {
@@ -458,6 +474,7 @@ impl Simulation {
             (Err(Drop::Outage), true) => d.outage += 1,
             (Err(Drop::Outage), false) => d.ack_outage += 1,
         }
+        self.count_aqm_drops(l);
         self.rearm_link(l);
     }
 
@@ -505,6 +522,8 @@ impl Simulation {
                 }
             }
             self.next_change += 1;
+            self.count_aqm_drops(down(c.path));
+            self.count_aqm_drops(up(c.path));
             self.rearm_link(down(c.path));
             self.rearm_link(up(c.path));
         }

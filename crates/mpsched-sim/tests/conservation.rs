@@ -6,7 +6,7 @@ use mpsched_core::rng::Rng;
 use mpsched_core::units::wire::{self, MSS};
 use mpsched_sim::build::*;
 use mpsched_sim::config::{
-    Change, Config, FlowConfig, LinkSpec, PathConfig, Protocol, QueueSpec, Workload,
+    Change, CodelSpec, Config, FlowConfig, LinkSpec, PathConfig, Protocol, QueueSpec, Workload,
 };
 use mpsched_sim::Simulation;
 
@@ -64,6 +64,11 @@ fn random_scenario(case: u64) -> Config {
                     loss_burst,
                     gilbert_elliott: None,
                     trace_ms: None,
+                    // CoDel on a fifth of the data links.
+                    codel: r.chance(0.2).then_some(CodelSpec {
+                        target_ns: 5 * MS,
+                        interval_ns: 100 * MS,
+                    }),
                 },
                 up: LinkSpec {
                     rate_bps: up_rate,
@@ -74,6 +79,7 @@ fn random_scenario(case: u64) -> Config {
                     loss_burst: ack_loss_burst,
                     gilbert_elliott: None,
                     trace_ms: None,
+                    codel: None,
                 },
                 schedule: {
                     let mut changes = vec![];

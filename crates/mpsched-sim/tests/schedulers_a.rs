@@ -270,6 +270,7 @@ fn random_scenario(scheduler: &str, case: u64) -> Config {
                 loss_burst: None,
                 gilbert_elliott: None,
                 trace_ms: None,
+                codel: None,
             };
             PathConfig {
                 name: format!("p{i}"),

@@ -42,6 +42,7 @@ from .fields import (
 )
 
 __all__ = [
+    "AQMS",
     "CONGESTION_CONTROLS",
     "LOSS_RECOVERIES",
     "PATH_STATES",
@@ -64,6 +65,7 @@ __all__ = [
 # Python.
 SIZE_DISTS = ("fixed", "pareto")
 PATH_STATES = ("up", "down")
+AQMS = ("droptail", "codel")
 START_DISTS = ("fixed", "poisson")
 
 
@@ -306,6 +308,14 @@ class PathSpec(_Model):
     """Unset: `rate_up`, else `rate`. A Mahimahi trace file of the ACK direction."""
     schedule: list[ScheduleEntry] = Field(default_factory=list)
     """Changes during the run (below)."""
+    aqm: Annotated[str, choice(AQMS)] = "droptail"
+    """The queue of both directions: `droptail` (the `queue` limit alone), or `codel` (RFC
+    8289: drops at the head once packets wait over `codel_target` for `codel_interval`;
+    `queue` still bounds it)."""
+    codel_target: PositiveDuration = "5ms"  # type: ignore[assignment]
+    """CoDel's target standing queue (RFC 8289's 5 ms)."""
+    codel_interval: PositiveDuration = "100ms"  # type: ignore[assignment]
+    """CoDel's interval (RFC 8289's 100 ms, a worst-case RTT)."""
     backup: Flag = False
     """A backup path (RFC 8684 MP_PRIO): its subflow carries data only when no regular one
     can, i.e. out-of-tree while every regular subflow is recovering from a timeout, upstream
@@ -535,6 +545,10 @@ def _check_loss(
 
 
 def _check_path(index: int, path: PathSpec, duration: int) -> None:
+    if path.codel_target > path.codel_interval:
+        raise ValueError(
+            f"{_where(index, path.name, 'codel_target')}: must not exceed codel_interval"
+        )
     up_rate = path.trace_up is not None or path.rate_up is not None
     if path.rate is None and (path.trace is None or not up_rate):
         raise ValueError(f"{_where(index, path.name, 'rate')}: required (or trace and trace_up)")

@@ -1,0 +1,62 @@
+//! CoDel (RFC 8289) under one bulk TCP flow: the standing queue stays near the 5 ms target,
+//! where drop-tail lets the flow fill its buffer, and the link stays busy.
+
+use mpsched_sim::build::*;
+use mpsched_sim::config::{CodelSpec, Config, Protocol, QueueSpec};
+use mpsched_sim::Simulation;
+
+/// One CUBIC flow over 20 Mbit/s, 40 ms, a 1 MB buffer (400 ms at the rate).
+fn bulk(codel: bool) -> Config {
+    let mut c = scenario(
+        vec![path(
+            "p",
+            20 * MBPS,
+            40 * MS,
+            QueueSpec::Bytes(1_000_000),
+            0.0,
+        )],
+        "minrtt",
+        60 * S,
+    );
+    c.protocol = Protocol::Tcp;
+    if codel {
+        c.paths[0].down.codel = Some(CodelSpec {
+            target_ns: 5 * MS,
+            interval_ns: 100 * MS,
+        });
+    }
+    c
+}
+
+/// The median smoothed RTT over the ACKs of the last 40 s, in ms: base RTT plus the standing
+/// queue.
+fn median_srtt_ms(cfg: Config) -> (f64, f64, u64) {
+    let out = Simulation::new(cfg, true).unwrap().run();
+    let acks = &out.traces.as_ref().unwrap().acks;
+    let mut srtt: Vec<u64> = (0..acks.t_ns.len())
+        .filter(|&i| acks.t_ns[i] > 20 * S)
+        .map(|i| acks.srtt_ns[i])
+        .collect();
+    srtt.sort_unstable();
+    let s = &out.summary;
+    (
+        srtt[srtt.len() / 2] as f64 / 1e6,
+        s.goodput_mbps,
+        s.subflows[0].queue_drops,
+    )
+}
+
+#[test]
+fn codel_keeps_the_standing_queue_near_its_target_where_drop_tail_fills_the_buffer() {
+    let (tail_srtt, tail_goodput, _) = median_srtt_ms(bulk(false));
+    let (codel_srtt, codel_goodput, codel_drops) = median_srtt_ms(bulk(true));
+    // Drop-tail: the queue holds most of its 400 ms.
+    assert!(tail_srtt > 40.0 + 200.0, "drop-tail srtt {tail_srtt} ms");
+    // CoDel: the queueing delay (srtt - 40 ms) within twice the 5 ms target.
+    assert!(codel_srtt - 40.0 < 10.0, "CoDel srtt {codel_srtt} ms");
+    assert!(codel_drops > 0);
+    // And the link stays busy: most of the payload rate (19.3 Mbit/s).
+    let payload = 20.0 * 1448.0 / 1500.0;
+    assert!(tail_goodput > 0.95 * payload, "{tail_goodput}");
+    assert!(codel_goodput > 0.85 * payload, "{codel_goodput}");
+}
