@@ -5,8 +5,8 @@
 //! - The MPTCP retransmit timer (`mptcp_reset_rtx_timer`): armed while data is un-Data-ACKed,
 //!   re-armed whenever the Data ACK advances or it fires, for `timer_ival`: the longest time
 //!   any active subflow not yet suspected had left on its own pending timer when the connection
-//!   last pushed data (`mptcp_set_timeout` from `mptcp_subflow_get_send`, reached when data is
-//!   sent or the Data ACK advances), or `TCP_RTO_MIN` (`mptcp_timeout_from_subflow`).
+//!   last sent data (`mptcp_set_timeout` from `mptcp_subflow_get_send`), or `TCP_RTO_MIN`
+//!   (`mptcp_timeout_from_subflow`).
 //! - When it fires (`__mptcp_retrans`, `mptcp_subflow_get_retrans`): a subflow with data
 //!   outstanding at TCP level is not used; instead its stale count goes up if it has received
 //!   nothing since the last firing, or back to 0 if it has (`mptcp_pm_subflow_chk_stale`). An
@@ -95,13 +95,13 @@ impl MskRtx {
     }
 
     /// The timer's period now: the longest wait left on a pending timer of a subflow not
-    /// suspected of being stale, or `TCP_RTO_MIN`.
-    fn ival(&self, now: Time, subflows: &[SubflowNow]) -> Dur {
-        subflows
-            .iter()
+    /// suspected of being stale, or `TCP_RTO_MIN`. `timers` gives each subflow's
+    /// (joined, pending timer).
+    fn ival(&self, now: Time, timers: impl Iterator<Item = (bool, Option<Time>)>) -> Dur {
+        timers
             .zip(&self.subflows)
-            .filter(|(v, s)| v.joined && !s.stale && s.stale_count == 0)
-            .filter_map(|(v, _)| v.timer_at)
+            .filter(|((joined, _), s)| *joined && !s.stale && s.stale_count == 0)
+            .filter_map(|((_, at), _)| at)
             .map(|t| t.saturating_since(now))
             .max()
             .filter(|d| *d > Dur::ZERO)
@@ -115,8 +115,8 @@ impl MskRtx {
 
     /// The connection consulted its scheduler (`mptcp_subflow_get_send` calls
     /// `mptcp_set_timeout`): the period follows the subflows' timers.
-    pub fn refresh(&mut self, now: Time, subflows: &[SubflowNow]) {
-        self.ival = self.ival(now, subflows);
+    pub fn refresh(&mut self, now: Time, timers: impl Iterator<Item = (bool, Option<Time>)>) {
+        self.ival = self.ival(now, timers);
     }
 
     /// Data was sent: the timer is armed if it is not pending.
@@ -230,7 +230,7 @@ mod tests {
         let mut m = MskRtx::new(2);
         let now = Time::ZERO + Dur::from_secs(1);
         let subflows = [sf(4, Some(now + Dur::from_millis(700))), sf(0, None)];
-        m.refresh(now, &subflows);
+        m.refresh(now, subflows.iter().map(|v| (v.joined, v.timer_at)));
         m.arm(now);
         assert_eq!(m.timer_at(), Some(now + Dur::from_millis(700)));
         let f = m.fire(now + Dur::from_millis(700), &subflows);
@@ -238,7 +238,10 @@ mod tests {
         // Re-armed with the period of the last send.
         assert_eq!(m.timer_at(), Some(now + Dur::from_millis(1400)));
         // Subflow 0 is now suspected (count 1): its timer no longer sets the period.
-        m.refresh(now + Dur::from_millis(1000), &subflows);
+        m.refresh(
+            now + Dur::from_millis(1000),
+            subflows.iter().map(|v| (v.joined, v.timer_at)),
+        );
         m.reset(now + Dur::from_millis(1000), true);
         assert_eq!(
             m.timer_at(),

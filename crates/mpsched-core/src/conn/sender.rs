@@ -364,13 +364,9 @@ impl Sender {
             }
         }
         self.data.una = target;
-        if self.msk_rtx.is_some() {
-            // The Data ACK advanced: Linux pushes pending data (`__mptcp_push_pending`, whose
-            // `mptcp_subflow_get_send` takes the period afresh) and re-arms the timer.
-            self.fill_now_views(now);
+        if let Some(m) = self.msk_rtx.as_mut() {
+            // The Data ACK advanced: the timer restarts (`__mptcp_clean_una`).
             let outstanding = self.data.una < self.data.first_unsent.max(self.data.una);
-            let m = self.msk_rtx.as_mut().expect("checked");
-            m.refresh(now, &self.now_views);
             m.reset(now, outstanding);
         }
         self.stats.data_ack_steps.record(step);
@@ -562,8 +558,13 @@ impl Sender {
                 .filter(|&t| t > self.last_push && !self.data.finished())
                 .min()
         };
+        let earliest = |a: Option<Time>, b: Option<Time>| match (a, b) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, None) => x,
+            (None, y) => y,
+        };
         let msk = self.msk_rtx.as_ref().and_then(MskRtx::timer_at);
-        [rto, join, self.probe_at, msk].into_iter().flatten().min()
+        earliest(earliest(rto, join), earliest(self.probe_at, msk))
     }
 
     // ----- sending -----
@@ -663,10 +664,13 @@ impl Sender {
 
         if self.out.len() > sent_before {
             self.end_round(now, sent_before);
-            if self.msk_rtx.is_some() {
-                self.fill_now_views(now);
-                let m = self.msk_rtx.as_mut().expect("checked");
-                m.refresh(now, &self.now_views);
+            if let Some(m) = self.msk_rtx.as_mut() {
+                let timers = self
+                    .subflows
+                    .iter()
+                    .enumerate()
+                    .map(|(i, sf)| (now >= self.cfg.subflows[i].established_at, sf.timer_at()));
+                m.refresh(now, timers);
                 m.arm(now);
             }
         }
