@@ -75,6 +75,7 @@ impl MskRtx {
         }
     }
 
+    #[inline]
     pub fn timer_at(&self) -> Option<Time> {
         self.at
     }

@@ -546,6 +546,7 @@ impl Sender {
         self.out.pop_front()
     }
 
+    #[inline]
     pub fn poll_timeout(&self) -> Option<Time> {
         let rto = self.subflows.iter().filter_map(|s| s.timer_at()).min();
         let join = if self.last_push >= self.last_join {
