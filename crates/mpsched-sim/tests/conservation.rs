@@ -47,6 +47,20 @@ fn random_scenario(case: u64) -> Config {
             let loss_burst = (loss < 0.01 && r.chance(0.5)).then(|| 1.0 + r.next_f64() * 4.0);
             let ack_loss_burst =
                 (ack_loss < 0.01 && r.chance(0.5)).then(|| 1.0 + r.next_f64() * 2.0);
+            // A Mahimahi trace instead of the rate on a tenth of the data links: 1-4
+            // opportunities in most milliseconds of a 5-24 ms period.
+            let trace = r.chance(0.1).then(|| {
+                let period = 5 + r.below(20);
+                let per_ms = 1 + r.below(4);
+                let mut ms = vec![];
+                for m in 1..=period {
+                    if m == period || !r.chance(0.2) {
+                        ms.extend(std::iter::repeat_n(m, per_ms as usize));
+                    }
+                }
+                ms
+            });
+            let traced = trace.is_some();
             let up_rate = if r.chance(0.5) {
                 rate
             } else {
@@ -63,7 +77,7 @@ fn random_scenario(case: u64) -> Config {
                     jitter_ns: if r.chance(0.3) { rtt / 10 } else { 0 },
                     loss_burst,
                     gilbert_elliott: None,
-                    trace_ms: None,
+                    trace_ms: trace,
                     // CoDel on a fifth of the data links.
                     codel: r.chance(0.2).then_some(CodelSpec {
                         target_ns: 5 * MS,
@@ -86,7 +100,9 @@ fn random_scenario(case: u64) -> Config {
                     if r.chance(0.3) {
                         changes.push(Change {
                             at_ns: r.below(5 * S),
-                            rate_bps: Some(log_uniform(&mut r, 1e6, 1e9) as u64),
+                            // A trace sets a traced path's capacity: no rate change there.
+                            rate_bps: Some(log_uniform(&mut r, 1e6, 1e9) as u64)
+                                .filter(|_| !traced),
                             delay_down_ns: Some(log_uniform(&mut r, 0.5e6, 0.5e9) as u64),
                             delay_up_ns: None,
                             jitter_down_ns: None,
