@@ -13,6 +13,7 @@
 //! the wire ([`HasWireLen`]).
 
 use crate::codel::{Codel, CodelConfig};
+use crate::fq_codel::FqCodel;
 use crate::loss::{Loss, LossModel};
 use crate::opportunities::{Opportunities, OpportunityServer};
 use crate::packet::Packet;
@@ -44,6 +45,8 @@ pub struct LinkConfig {
     pub opportunities: Option<Opportunities>,
     /// CoDel (RFC 8289) at the queue's head, besides the drop-tail limit.
     pub codel: Option<CodelConfig>,
+    /// FQ-CoDel (RFC 8290) instead: a CoDel queue per flow, served by deficit round robin.
+    pub fq_codel: Option<CodelConfig>,
 }
 
 /// A normal deviate beyond this many standard deviations is cut (netem's tables end there).
@@ -75,11 +78,18 @@ pub enum Drop {
 /// (headers included), which the serializer charges at the link rate and the byte limits count.
 pub trait HasWireLen {
     fn wire_len(&self) -> u32;
+    /// The flow it belongs to, for flow queueing (FQ-CoDel): its 5-tuple, or what stands for it.
+    fn flow_key(&self) -> u64 {
+        0
+    }
 }
 
 impl HasWireLen for Packet {
     fn wire_len(&self) -> u32 {
         self.wire_len
+    }
+    fn flow_key(&self) -> u64 {
+        u64::from(self.subflow)
     }
 }
 
@@ -109,8 +119,11 @@ pub struct Link<P: HasWireLen = Packet> {
     /// False during an outage (`set_up`).
     up: bool,
     /// Departures at a trace's delivery opportunities instead of at the rate.
-    server: Option<OpportunityServer>,
-    codel: Option<Codel>,
+    server: Option<Box<OpportunityServer>>,
+    codel: Option<Box<Codel>>,
+    /// With FQ-CoDel the waiting packets are here, by flow; `packets` holds the pipe and the
+    /// one packet in service.
+    fq: Option<Box<FqCodel<P>>>,
     /// Packets the AQM dropped, for the driver to take (`take_dropped`).
     dropped: Vec<P>,
 }
@@ -138,8 +151,15 @@ impl<P: HasWireLen> Link<P> {
             tx_cache: [(0, Dur::ZERO); 2],
             limit_bytes: Self::bytes_of(cfg.queue, rate),
             up: true,
-            server: cfg.opportunities.clone().map(OpportunityServer::new),
-            codel: cfg.codel.map(Codel::new),
+            server: cfg
+                .opportunities
+                .clone()
+                .map(|o| Box::new(OpportunityServer::new(o))),
+            codel: cfg
+                .codel
+                .filter(|_| cfg.fq_codel.is_none())
+                .map(|c| Box::new(Codel::new(c))),
+            fq: cfg.fq_codel.map(|c| Box::new(FqCodel::new(c))),
             dropped: Vec::new(),
         }
     }
@@ -193,6 +213,10 @@ impl<P: HasWireLen> Link<P> {
             return Err(Drop::QueueFull);
         }
         self.stats.enqueued += 1;
+        if self.fq.is_some() && self.packets.len() > self.in_pipe {
+            self.fq_enqueue(now, pkt);
+            return Ok(());
+        }
         if self.queued() == 0 {
             self.head_done = self.departure(now, pkt.wire_len());
         }
@@ -203,8 +227,9 @@ impl<P: HasWireLen> Link<P> {
     }
 
     /// Packets waiting or in service.
+    #[inline]
     fn queued(&self) -> usize {
-        self.packets.len() - self.in_pipe
+        self.packets.len() - self.in_pipe + self.fq.as_ref().map_or(0, |f| f.len())
     }
 
     fn tx_time(&mut self, len: u32) -> Dur {
@@ -230,6 +255,7 @@ impl<P: HasWireLen> Link<P> {
             self.queued_bytes -= pkt.wire_len() as u64;
             self.in_pipe += 1;
             self.aqm_at_head(done);
+            self.fq_next(done);
             if let Some((_, next)) = self.packets.get(self.in_pipe) {
                 let len = next.wire_len();
                 self.head_done = self.departure(done, len);
@@ -239,6 +265,7 @@ impl<P: HasWireLen> Link<P> {
 
     /// The next queued packet leaves the queue for the wire at `now`: CoDel may drop it, and
     /// then judges the one behind it, at the same instant (RFC 8289 `dequeue`).
+    #[inline]
     fn aqm_at_head(&mut self, now: Time) {
         let Some(codel) = self.codel.as_mut() else {
             return;
@@ -260,6 +287,31 @@ impl<P: HasWireLen> Link<P> {
         }
     }
 
+    /// A packet joins its flow's queue behind the one in service (FQ-CoDel).
+    #[inline(never)]
+    fn fq_enqueue(&mut self, now: Time, pkt: P) {
+        self.queued_bytes += pkt.wire_len() as u64;
+        let fq = self.fq.as_mut().expect("FQ-CoDel");
+        fq.enqueue(now, pkt.flow_key(), pkt.wire_len(), pkt);
+    }
+
+    /// FQ-CoDel picks the packet to serve next, at `now` (RFC 8290 dequeue).
+    #[inline]
+    fn fq_next(&mut self, now: Time) {
+        let Some(fq) = self.fq.as_mut() else {
+            return;
+        };
+        let before = self.dropped.len();
+        let next = fq.dequeue(now, |p| p.wire_len(), u64::from(MTU), &mut self.dropped);
+        for p in &self.dropped[before..] {
+            self.queued_bytes -= u64::from(p.wire_len());
+            self.stats.aqm_drops += 1;
+        }
+        if let Some(p) = next {
+            self.packets.push_back(p);
+        }
+    }
+
     /// Packets the AQM dropped since the last call (the driver counts them).
     pub fn take_dropped(&mut self) -> Vec<P> {
         std::mem::take(&mut self.dropped)
@@ -267,6 +319,7 @@ impl<P: HasWireLen> Link<P> {
 
     /// When a packet of `len` bytes at the head of the queue from `ready` on has been sent:
     /// serialized at the rate, or carried by the trace's delivery opportunities.
+    #[inline]
     fn departure(&mut self, ready: Time, len: u32) -> Time {
         match self.server.as_mut() {
             Some(s) => s.depart(ready, len),
@@ -350,7 +403,10 @@ impl<P: HasWireLen> Link<P> {
         }
         self.in_pipe = 0;
         self.queued_bytes = 0;
-        let lost: Vec<P> = self.packets.drain(..).map(|(_, p)| p).collect();
+        let mut lost: Vec<P> = self.packets.drain(..).map(|(_, p)| p).collect();
+        if let Some(fq) = self.fq.as_mut() {
+            lost.extend(fq.drain());
+        }
         self.stats.outage_drops += lost.len() as u64;
         lost
     }
@@ -393,6 +449,7 @@ mod tests {
                 jitter: Dur::ZERO,
                 opportunities: None,
                 codel: None,
+                fq_codel: None,
                 rate: Rate::mbps(30),
                 delay: Dur::from_millis(10),
                 queue,
@@ -496,6 +553,7 @@ mod tests {
             jitter: Dur::ZERO,
             opportunities: None,
             codel: None,
+            fq_codel: None,
             rate: Rate::mbps(30),
             delay: Dur::from_millis(10),
             queue: QueueLimit::Bytes(4000),
@@ -531,6 +589,7 @@ mod tests {
                 jitter,
                 opportunities: None,
                 codel: None,
+                fq_codel: None,
             },
             Rng::new(1, 1),
         )

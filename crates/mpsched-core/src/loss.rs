@@ -115,24 +115,32 @@ impl Loss {
     }
 
     /// Whether the next packet is lost.
+    #[inline]
     pub fn lose(&mut self, rng: &mut Rng) -> bool {
         match self.model {
             LossModel::Bernoulli(p) => rng.chance(p),
-            LossModel::GilbertElliott {
-                p,
-                r,
-                loss_good,
-                loss_bad,
-            } => {
-                let lost = rng.chance(if self.bad { loss_bad } else { loss_good });
-                self.bad = if self.bad {
-                    !rng.chance(r)
-                } else {
-                    rng.chance(p)
-                };
-                lost
-            }
+            LossModel::GilbertElliott { .. } => self.step_chain(rng),
         }
+    }
+
+    #[inline(never)]
+    fn step_chain(&mut self, rng: &mut Rng) -> bool {
+        let LossModel::GilbertElliott {
+            p,
+            r,
+            loss_good,
+            loss_bad,
+        } = self.model
+        else {
+            unreachable!("a chain")
+        };
+        let lost = rng.chance(if self.bad { loss_bad } else { loss_good });
+        self.bad = if self.bad {
+            !rng.chance(r)
+        } else {
+            rng.chance(p)
+        };
+        lost
     }
 }
 

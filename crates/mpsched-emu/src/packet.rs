@@ -14,4 +14,54 @@ impl HasWireLen for IpPacket {
     fn wire_len(&self) -> u32 {
         self.bytes.len() as u32
     }
+
+    /// The 5-tuple of an IPv4 packet (addresses, protocol, and the ports of TCP or UDP),
+    /// folded into 64 bits; anything else is flow 0.
+    fn flow_key(&self) -> u64 {
+        let b = &self.bytes;
+        if b.len() < 20 || b[0] >> 4 != 4 {
+            return 0;
+        }
+        let ihl = usize::from(b[0] & 0x0F) * 4;
+        let proto = b[9];
+        let ports = match (proto, b.get(ihl..ihl + 4)) {
+            (6 | 17, Some(p)) => u32::from_be_bytes([p[0], p[1], p[2], p[3]]),
+            _ => 0,
+        };
+        let src = u32::from_be_bytes([b[12], b[13], b[14], b[15]]);
+        let dst = u32::from_be_bytes([b[16], b[17], b[18], b[19]]);
+        let mut h = (u64::from(src) << 32 | u64::from(dst)) ^ u64::from(proto) << 56;
+        h ^= u64::from(ports).rotate_left(17);
+        h
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tcp(src_port: u16, dst_port: u16) -> IpPacket {
+        let mut b = vec![0u8; 40];
+        b[0] = 0x45;
+        b[9] = 6;
+        b[12..16].copy_from_slice(&[10, 10, 0, 2]);
+        b[16..20].copy_from_slice(&[10, 20, 0, 1]);
+        b[20..22].copy_from_slice(&src_port.to_be_bytes());
+        b[22..24].copy_from_slice(&dst_port.to_be_bytes());
+        IpPacket { bytes: b }
+    }
+
+    #[test]
+    fn flows_are_told_apart_by_their_ports() {
+        assert_eq!(tcp(40000, 5201).flow_key(), tcp(40000, 5201).flow_key());
+        assert_ne!(tcp(40000, 5201).flow_key(), tcp(40001, 5201).flow_key());
+        assert_eq!(
+            IpPacket {
+                bytes: vec![0x60; 40]
+            }
+            .flow_key(),
+            0
+        );
+        assert_eq!(IpPacket::default().flow_key(), 0);
+    }
 }

@@ -83,6 +83,7 @@ fn plan(down: bool, rate: Rate, delay: Dur, queue: QueueLimit) -> LinkPlan {
             jitter: mpsched_core::Dur::ZERO,
             opportunities: None,
             codel: None,
+            fq_codel: None,
         },
         stream: if down { 1 } else { 2 },
         changes: Vec::<LinkChange>::new(),

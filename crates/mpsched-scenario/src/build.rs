@@ -23,6 +23,7 @@ pub fn path(name: &str, rate_bps: u64, rtt_ns: u64, queue: QueueSpec, loss: f64)
         gilbert_elliott: None,
         trace_ms: None,
         codel: None,
+        fq_codel: None,
     };
     PathConfig {
         name: name.into(),

@@ -179,6 +179,9 @@ pub struct LinkSpec {
     /// CoDel at the queue's head (RFC 8289), besides the drop-tail limit.
     #[serde(default)]
     pub codel: Option<CodelSpec>,
+    /// FQ-CoDel (RFC 8290) instead: per-flow CoDel queues served by deficit round robin.
+    #[serde(default)]
+    pub fq_codel: Option<CodelSpec>,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize)]
@@ -186,6 +189,15 @@ pub struct LinkSpec {
 pub struct CodelSpec {
     pub target_ns: u64,
     pub interval_ns: u64,
+}
+
+impl CodelSpec {
+    fn config(self) -> CodelConfig {
+        CodelConfig {
+            target: Dur(self.target_ns),
+            interval: Dur(self.interval_ns),
+        }
+    }
 }
 
 /// The four-parameter form of Gilbert-Elliott loss (netem's `loss gemodel p r 1-h 1-k`).
@@ -318,10 +330,8 @@ impl LinkSpec {
                 .trace_ms
                 .as_deref()
                 .map(|ms| Opportunities::from_millis(ms).expect("validated")),
-            codel: self.codel.map(|c| CodelConfig {
-                target: Dur(c.target_ns),
-                interval: Dur(c.interval_ns),
-            }),
+            codel: self.codel.map(CodelSpec::config),
+            fq_codel: self.fq_codel.map(CodelSpec::config),
         }
     }
 
@@ -353,7 +363,10 @@ impl LinkSpec {
             ));
         }
         self.loss_model().map_err(|e| format!("{field}.{e}"))?;
-        if let Some(c) = self.codel {
+        if self.codel.is_some() && self.fq_codel.is_some() {
+            return Err(format!("{field}: codel and fq_codel exclude each other"));
+        }
+        if let Some(c) = self.codel.or(self.fq_codel) {
             if c.target_ns == 0 || c.interval_ns == 0 || c.target_ns > c.interval_ns {
                 return Err(format!(
                     "{field}.codel: needs 0 < target_ns <= interval_ns, got {} and {}",

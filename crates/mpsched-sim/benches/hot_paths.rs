@@ -57,6 +57,7 @@ fn link(c: &mut Criterion) {
                 jitter: Dur::ZERO,
                 opportunities: None,
                 codel: None,
+                fq_codel: None,
             },
             Rng::new(1, 1),
         );

@@ -25,6 +25,10 @@ impl HasWireLen for Tagged {
     fn wire_len(&self) -> u32 {
         self.pkt.wire_len
     }
+    /// A subflow of a connection is a TCP flow (its own ports).
+    fn flow_key(&self) -> u64 {
+        (u64::from(self.conn) << 8) | u64::from(self.pkt.subflow)
+    }
 }
 
 pub type SimLink = Link<Tagged>;

@@ -431,10 +431,16 @@ impl Simulation {
     }
 
     /// Counts what the link's AQM dropped as queue drops of their subflows.
+    #[inline]
     fn count_aqm_drops(&mut self, l: usize) {
         if self.links[l].stats().aqm_drops == 0 {
             return;
         }
+        self.take_aqm_drops(l);
+    }
+
+    #[inline(never)]
+    fn take_aqm_drops(&mut self, l: usize) {
         for Tagged { conn, pkt } in self.links[l].take_dropped() {
             let d = &mut self.conns[conn as usize].drops[pkt.subflow as usize];
             if l.is_multiple_of(2) {

@@ -61,6 +61,12 @@ fn random_scenario(case: u64) -> Config {
                 ms
             });
             let traced = trace.is_some();
+            // CoDel or FQ-CoDel on a fifth of the data links.
+            let codel = r.chance(0.2).then_some(CodelSpec {
+                target_ns: 5 * MS,
+                interval_ns: 100 * MS,
+            });
+            let fq = r.chance(0.5);
             let up_rate = if r.chance(0.5) {
                 rate
             } else {
@@ -79,10 +85,8 @@ fn random_scenario(case: u64) -> Config {
                     gilbert_elliott: None,
                     trace_ms: trace,
                     // CoDel on a fifth of the data links.
-                    codel: r.chance(0.2).then_some(CodelSpec {
-                        target_ns: 5 * MS,
-                        interval_ns: 100 * MS,
-                    }),
+                    codel: codel.filter(|_| !fq),
+                    fq_codel: codel.filter(|_| fq),
                 },
                 up: LinkSpec {
                     rate_bps: up_rate,
@@ -94,6 +98,7 @@ fn random_scenario(case: u64) -> Config {
                     gilbert_elliott: None,
                     trace_ms: None,
                     codel: None,
+                    fq_codel: None,
                 },
                 schedule: {
                     let mut changes = vec![];

@@ -271,6 +271,7 @@ fn random_scenario(scheduler: &str, case: u64) -> Config {
                 gilbert_elliott: None,
                 trace_ms: None,
                 codel: None,
+                fq_codel: None,
             };
             PathConfig {
                 name: format!("p{i}"),

@@ -65,7 +65,7 @@ __all__ = [
 # Python.
 SIZE_DISTS = ("fixed", "pareto")
 PATH_STATES = ("up", "down")
-AQMS = ("droptail", "codel")
+AQMS = ("droptail", "codel", "fq_codel")
 START_DISTS = ("fixed", "poisson")
 
 
@@ -309,9 +309,10 @@ class PathSpec(_Model):
     schedule: list[ScheduleEntry] = Field(default_factory=list)
     """Changes during the run (below)."""
     aqm: Annotated[str, choice(AQMS)] = "droptail"
-    """The queue of both directions: `droptail` (the `queue` limit alone), or `codel` (RFC
-    8289: drops at the head once packets wait over `codel_target` for `codel_interval`;
-    `queue` still bounds it)."""
+    """The queue of both directions: `droptail` (the `queue` limit alone), `codel` (RFC 8289:
+    drops at the head once packets wait over `codel_target` for `codel_interval`), or
+    `fq_codel` (RFC 8290: a CoDel queue per TCP flow, i.e. per subflow, served by deficit
+    round robin, new flows first; no ECN); `queue` still bounds them."""
     codel_target: PositiveDuration = "5ms"  # type: ignore[assignment]
     """CoDel's target standing queue (RFC 8289's 5 ms)."""
     codel_interval: PositiveDuration = "100ms"  # type: ignore[assignment]

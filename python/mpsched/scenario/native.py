@@ -77,9 +77,9 @@ def _path(path: PathSpec) -> dict[str, Any]:
         path.queue_up if path.queue_up is not None else path.queue,
         path.jitter_up,
     )
-    if path.aqm == "codel":
+    if path.aqm != "droptail":
         for link in (down, up):
-            link["codel"] = {"target_ns": path.codel_target, "interval_ns": path.codel_interval}
+            link[path.aqm] = {"target_ns": path.codel_target, "interval_ns": path.codel_interval}
     return {
         "name": path.name,
         "down": _traced(down, path.trace, f"path.{path.name}.trace"),
