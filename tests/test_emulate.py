@@ -322,6 +322,34 @@ def test_schedule_changes_the_delay_at_its_time(probe: Path) -> None:
     assert abs(statistics.median(late) - 30.03) < 0.3, late
 
 
+@needs_testbed
+def test_an_outage_loses_every_datagram_while_the_path_is_down(probe: Path) -> None:
+    """`state = "down"` in a path's schedule: the emulated link loses what it holds and all
+    it is offered until `state = "up"`; before and after, everything arrives."""
+    path = 'rate = "30Mbps"\nrtt = "20ms"\n'
+    path += '[[path.schedule]]\nat = "1s"\nstate = "down"\n'
+    path += '[[path.schedule]]\nat = "2s"\nstate = "up"'
+    with bed_for(path) as bed:
+        epoch = time.monotonic_ns()
+        bed.set_epoch(epoch)
+        # The receiver waits out the silent second (idle_s).
+        got = one_way(bed, probe, count=150, payload=100, gap_us=20_000, idle_s=3.0)
+        stats = link_stats(bed)
+    assert stats["changes_applied"] == 2
+    sent_at = {seq: s for seq, s, _, _ in got}
+    received = set(sent_at)
+    # 150 datagrams 20 ms apart from the epoch-ish start: those sent while down are gone.
+    seqs = range(150)
+    assert len(received) < 150
+    lost = [q for q in seqs if q not in received]
+    assert stats["outage_drops"] == len(lost)
+    assert len(lost) > 40, lost
+    # Every datagram that arrived was sent outside the outage (10 ms one way, plus slack).
+    for seq, s, _, _ in got:
+        t = (s - epoch) / 1e9
+        assert not (1.0 + 0.002 < t < 2.0 - 0.012), (seq, t)
+
+
 # --- the kernel over the emulator ---
 
 
