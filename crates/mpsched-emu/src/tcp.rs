@@ -32,12 +32,7 @@ pub struct Segment {
 const OPT_END: u8 = 0;
 const OPT_NOP: u8 = 1;
 const OPT_WSCALE: u8 = 3;
-const OPT_MPTCP: u8 = 30;
-const MPTCP_DSS: u8 = 2;
-const DSS_A: u8 = 0x01;
-const DSS_A8: u8 = 0x02;
-const DSS_M: u8 = 0x04;
-const DSS_M8: u8 = 0x08;
+use mpsched_pcap::mptcp::{DSS as MPTCP_DSS, DSS_A, DSS_A8, DSS_M, DSS_M8, KIND as OPT_MPTCP};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Mapping {

@@ -5,11 +5,18 @@ use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest, Sha256};
 
 /// TCP option kind 30.
-const KIND: u8 = 30;
+pub const KIND: u8 = 30;
 const VERSION: u8 = 1;
 const MP_CAPABLE: u8 = 0;
 const MP_JOIN: u8 = 1;
-const DSS: u8 = 2;
+/// The DSS subtype and its flags (RFC 8684 3.3): A, a Data ACK is present; a, it is 8
+/// octets; M, a mapping is present; m, its DSN is 8 octets; F, DATA_FIN.
+pub const DSS: u8 = 2;
+pub const DSS_A: u8 = 0x01;
+pub const DSS_A8: u8 = 0x02;
+pub const DSS_M: u8 = 0x04;
+pub const DSS_M8: u8 = 0x08;
+pub const DSS_F: u8 = 0x10;
 /// MP_CAPABLE flag H: HMAC-SHA256.
 const FLAG_H: u8 = 0x01;
 
@@ -107,17 +114,15 @@ impl MptcpOption {
                 mapping,
                 data_fin,
             } => {
-                // RFC 8684 3.3: A (0x01) Data ACK present, a (0x02) it is 8 octets, M (0x04)
-                // a mapping present, m (0x08) its DSN is 8 octets, F (0x10) DATA_FIN.
                 let mut flags = 0u8;
                 if data_ack.is_some() {
-                    flags |= if ack32 { 0x01 } else { 0x03 };
+                    flags |= if ack32 { DSS_A } else { DSS_A | DSS_A8 };
                 }
                 if mapping.is_some() {
-                    flags |= 0x0C;
+                    flags |= DSS_M | DSS_M8;
                 }
                 if data_fin {
-                    flags |= 0x10;
+                    flags |= DSS_F;
                 }
                 out.extend_from_slice(&[DSS << 4, flags]);
                 match data_ack {

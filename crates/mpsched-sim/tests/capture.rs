@@ -3,28 +3,15 @@
 //! time never goes backwards, and each vantage sees the packets the summary counts.
 //! `tests/test_pcap.py` has tshark decode the MPTCP options against the traces.
 
+mod common;
+
+use common::Shared;
 use mpsched_sim::build::*;
 use mpsched_sim::capture::Vantage;
 use mpsched_sim::config::{Config, FlowConfig, Protocol, QueueSpec, Workload};
 use mpsched_sim::{Simulation, Summary};
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::rc::Rc;
-
-/// A writer whose bytes the test keeps.
-#[derive(Clone, Default)]
-struct Shared(Rc<RefCell<Vec<u8>>>);
-
-impl Write for Shared {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.borrow_mut().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 /// One Enhanced Packet Block.
 struct Captured {

@@ -3,14 +3,14 @@
 //! output leave exactly at the trace's opportunities, never more than the opportunities'
 //! bytes at once (and the end of a packet begun at an earlier one).
 
+mod common;
+
+use common::Shared;
 use mpsched_sim::build::*;
 use mpsched_sim::capture::Vantage;
 use mpsched_sim::config::{Config, Protocol, QueueSpec};
 use mpsched_sim::Simulation;
-use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::rc::Rc;
 
 /// One opportunity every millisecond: 1504 B/ms, 12.032 Mbit/s.
 fn constant_trace() -> Vec<u64> {
@@ -48,19 +48,6 @@ fn a_constant_trace_carries_what_its_rate_carries() {
     );
     // Both fill the link: 12.032 x 1448 / 1500 of payload.
     assert!(fixed.goodput_mbps > 0.97 * 12.032 * 1448.0 / 1500.0);
-}
-
-#[derive(Clone, Default)]
-struct Shared(Rc<RefCell<Vec<u8>>>);
-
-impl Write for Shared {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.borrow_mut().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 #[test]

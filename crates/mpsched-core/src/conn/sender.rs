@@ -421,7 +421,7 @@ impl Sender {
             return;
         }
         let firing = m.fire(now, &self.now_views);
-        if firing.retransmit_all || firing.retransmit_head {
+        if firing.retransmit_all {
             // The stale subflow leaves the scheduler's choices.
             self.views_joined = false;
         }
