@@ -31,6 +31,7 @@ pub fn path(name: &str, rate_bps: u64, rtt_ns: u64, queue: QueueSpec, loss: f64)
         up: link(0.0),
         schedule: Vec::<Change>::new(),
         backup: false,
+        via: Vec::new(),
     }
 }
 
@@ -55,6 +56,7 @@ pub fn scenario(paths: Vec<PathConfig>, scheduler: &str, duration_ns: u64) -> Co
         paths,
         main_paths: None,
         flows: Vec::new(),
+        links: Vec::new(),
     }
 }
 

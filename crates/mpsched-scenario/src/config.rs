@@ -54,6 +54,19 @@ pub struct Config {
     /// Competing connections sharing the paths with the main one.
     #[serde(default)]
     pub flows: Vec<FlowConfig>,
+    /// Links that paths share (a home's DSL line behind its WiFi, one bottleneck under two
+    /// subflows): each path's `via` lists those its packets cross besides its own.
+    #[serde(default)]
+    pub links: Vec<SharedLinkConfig>,
+}
+
+/// A link of the topology that paths may share: one link in each direction.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SharedLinkConfig {
+    pub name: String,
+    pub down: LinkSpec,
+    pub up: LinkSpec,
 }
 
 /// A competing connection: its own hosts' sockets, the main connection's buffers and stack.
@@ -153,6 +166,11 @@ pub struct PathConfig {
     /// when no regular subflow can carry data.
     #[serde(default)]
     pub backup: bool,
+    /// Indices into `links`: the shared links between this path's own link (the client's
+    /// access) and the server, from the client outwards. Data crosses them from the last to
+    /// the first, then the path's own link; ACKs the path's own link, then these in order.
+    #[serde(default)]
+    pub via: Vec<usize>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -492,9 +510,27 @@ impl Config {
         for (k, f) in self.flows.iter().enumerate() {
             f.validate(k, self.paths.len())?;
         }
+        if self.links.len() > 64 {
+            return Err("links: at most 64 shared links".into());
+        }
+        for (s, l) in self.links.iter().enumerate() {
+            l.down.validate(&format!("links[{s}].down"))?;
+            l.up.validate(&format!("links[{s}].up"))?;
+        }
         for (i, p) in self.paths.iter().enumerate() {
             p.down.validate(&format!("paths[{i}].down"))?;
             p.up.validate(&format!("paths[{i}].up"))?;
+            for (j, &s) in p.via.iter().enumerate() {
+                if s >= self.links.len() {
+                    return Err(format!(
+                        "paths[{i}].via[{j}]: no shared link {s} (there are {})",
+                        self.links.len()
+                    ));
+                }
+                if p.via[..j].contains(&s) {
+                    return Err(format!("paths[{i}].via[{j}]: link {s} is listed twice"));
+                }
+            }
             for (k, c) in p.schedule.iter().enumerate() {
                 if c.rate_bps == Some(0) {
                     return Err(format!("paths[{i}].schedule[{k}].rate_bps: must be > 0"));

@@ -33,16 +33,18 @@ pub struct PathChange {
     pub up: LinkChange,
 }
 
-/// One direction of one path, ready to build.
+/// One direction of one path's own link, or of a shared link, ready to build.
 #[derive(Clone, Debug)]
 pub struct LinkPlan {
+    /// The path whose own link this is; for a shared link, the number of paths plus its index
+    /// in `Config::links`.
     pub path: usize,
     pub name: String,
     /// true for the down (data, server to client) link.
     pub down: bool,
     pub link: LinkConfig,
-    /// The link's random stream (loss, jitter): 2p + 1 down, 2p + 2 up; stream 0 is the
-    /// scenario's own (flow sizes, start times).
+    /// The link's random stream (loss, jitter): its index among the links plus one (2p + 1
+    /// down, 2p + 2 up for path p); stream 0 is the scenario's own (flow sizes, start times).
     pub stream: u64,
     /// Its changes over time, in order, none empty.
     pub changes: Vec<LinkChange>,
@@ -56,6 +58,27 @@ pub fn down_link(p: usize) -> usize {
 /// Index of path `p`'s up link.
 pub fn up_link(p: usize) -> usize {
     2 * p + 1
+}
+
+/// The links one path's packets cross, in order, by index among `Config::link_plans`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Route {
+    /// Data, server to client: the shared links from the server inwards, then the path's own.
+    pub down: Vec<usize>,
+    /// ACKs, client to server: the path's own link, then the shared links outwards.
+    pub up: Vec<usize>,
+}
+
+impl Route {
+    /// The links in the direction of data (`true`) or of ACKs.
+    #[inline]
+    pub fn links(&self, data: bool) -> &[usize] {
+        if data {
+            &self.down
+        } else {
+            &self.up
+        }
+    }
 }
 
 impl Config {
@@ -95,14 +118,55 @@ impl Config {
         changes
     }
 
-    /// Every link: per path the down link, then the up link (see `down_link`, `up_link`).
+    /// Every link: per path the down link, then the up link (see `down_link`, `up_link`);
+    /// then per shared link its down link and its up link.
     pub fn link_plans(&self) -> Vec<LinkPlan> {
         let changes = self.path_changes();
+        let n = self.paths.len();
+        let own = self
+            .paths
+            .iter()
+            .enumerate()
+            .flat_map(|(p, pc)| [plan(p, pc, true, &changes), plan(p, pc, false, &changes)]);
+        let shared = self.links.iter().enumerate().flat_map(|(s, l)| {
+            [true, false].map(|down| LinkPlan {
+                path: n + s,
+                name: l.name.clone(),
+                down,
+                link: if down { &l.down } else { &l.up }.to_link(),
+                stream: self.shared_link(s, down) as u64 + 1,
+                changes: Vec::new(),
+            })
+        });
+        own.chain(shared).collect()
+    }
+
+    /// Index of shared link `s`'s down (`true`) or up link among the links.
+    pub fn shared_link(&self, s: usize, down: bool) -> usize {
+        2 * (self.paths.len() + s) + usize::from(!down)
+    }
+
+    /// Each path's route through the links.
+    pub fn routes(&self) -> Vec<Route> {
         self.paths
             .iter()
             .enumerate()
-            .flat_map(|(p, pc)| [plan(p, pc, true, &changes), plan(p, pc, false, &changes)])
+            .map(|(p, pc)| Route {
+                down: (pc.via.iter().rev())
+                    .map(|&s| self.shared_link(s, true))
+                    .chain([down_link(p)])
+                    .collect(),
+                up: [up_link(p)]
+                    .into_iter()
+                    .chain(pc.via.iter().map(|&s| self.shared_link(s, false)))
+                    .collect(),
+            })
             .collect()
+    }
+
+    /// Whether any path crosses a shared link.
+    pub fn has_shared_links(&self) -> bool {
+        self.paths.iter().any(|p| !p.via.is_empty())
     }
 }
 
@@ -163,6 +227,35 @@ mod tests {
         assert_eq!(up.changes[1].delay, Some(Dur(5)));
         assert_eq!(links[2].changes.len(), 1);
         assert!(links[3].changes.is_empty());
+    }
+
+    #[test]
+    fn shared_links_follow_the_paths_links_and_routes_cross_them_in_order() {
+        let mut cfg = Config::from_json(SCENARIO).unwrap();
+        let shared = |name: &str| crate::config::SharedLinkConfig {
+            name: name.into(),
+            down: cfg.paths[1].down.clone(),
+            up: cfg.paths[1].up.clone(),
+        };
+        cfg.links = vec![shared("dsl"), shared("core")];
+        cfg.paths[0].via = vec![0, 1];
+        cfg.paths[1].via = vec![1];
+        cfg.validate().unwrap();
+        let links = cfg.link_plans();
+        assert_eq!(links.len(), 8);
+        assert_eq!((links[4].name.as_str(), links[4].down), ("dsl", true));
+        assert_eq!((links[7].name.as_str(), links[7].down), ("core", false));
+        assert_eq!(links[7].stream, 8);
+        let routes = cfg.routes();
+        // Data from the server: core, dsl, then the path's own (WiFi) link; ACKs back.
+        assert_eq!(routes[0].down, vec![6, 4, 0]);
+        assert_eq!(routes[0].up, vec![1, 5, 7]);
+        assert_eq!(routes[1].down, vec![6, 2]);
+        assert_eq!(routes[1].up, vec![3, 7]);
+        cfg.paths[1].via = vec![2];
+        assert!(cfg.validate().unwrap_err().starts_with("paths[1].via[0]"));
+        cfg.paths[1].via = vec![1, 1];
+        assert!(cfg.validate().unwrap_err().contains("listed twice"));
     }
 
     #[test]

@@ -10,14 +10,16 @@ use mpsched_core::link::{HasWireLen, Link};
 use mpsched_core::packet::Packet;
 use mpsched_core::sched;
 use mpsched_core::{Bytes, Dur, Time};
-use mpsched_scenario::plan::{down_link, up_link};
+use mpsched_scenario::plan::Route;
 
 /// Bytes of a SYN / SYN-ACK on the wire (IP + TCP + options).
 const SYN_BYTES: u64 = 64;
 
-/// A packet on a link, with the index of the connection it belongs to.
+/// A packet on a link, with the index of the connection it belongs to and where it is on its
+/// path's route (index into `Route::links`).
 pub struct Tagged {
     pub conn: u32,
+    pub hop: u32,
     pub pkt: Packet,
 }
 
@@ -90,15 +92,21 @@ impl Conn {
     }
 
     /// The sockets of one connection whose client sends its SYN at `spec.syn_at`.
-    pub(crate) fn open(cfg: &Config, spec: ConnSpec, links: &[SimLink], trace: bool) -> Conn {
+    pub(crate) fn open(cfg: &Config, spec: ConnSpec, net: Net, trace: bool) -> Conn {
         let paths = &spec.paths;
         // Handshake timing from the paths as they are when the SYN leaves: their delays and
-        // rates, and the queues a SYN and a SYN-ACK wait behind (none on idle paths).
-        let one_way = |l: &SimLink| {
-            l.delay() + l.rate().tx_time(SYN_BYTES) + l.rate().tx_time(l.backlog_bytes())
+        // rates, and the queues a SYN and a SYN-ACK wait behind (none on idle paths), on
+        // every link of the route.
+        let one_way = |p: usize, data: bool| {
+            (net.routes[p].links(data).iter())
+                .map(|&l| {
+                    let l = &net.links[l];
+                    l.delay() + l.rate().tx_time(SYN_BYTES) + l.rate().tx_time(l.backlog_bytes())
+                })
+                .fold(Dur::ZERO, |a, b| a + b)
         };
-        let hs_rtt = |p: usize| one_way(&links[down_link(p)]) + one_way(&links[up_link(p)]);
-        let up_delay = |p: usize| one_way(&links[up_link(p)]);
+        let hs_rtt = |p: usize| one_way(p, true) + one_way(p, false);
+        let up_delay = |p: usize| one_way(p, false);
         let rtt0 = hs_rtt(paths[0]);
         let start = spec.syn_at + rtt0 + up_delay(paths[0]);
         let handshakes: Vec<Handshake> = paths
@@ -110,8 +118,8 @@ impl Conn {
                 } else {
                     spec.syn_at + rtt0
                 },
-                up: one_way(&links[up_link(p)]),
-                down: one_way(&links[down_link(p)]),
+                up: one_way(p, false),
+                down: one_way(p, true),
             })
             .collect();
         let subflows = paths
@@ -173,7 +181,7 @@ impl Conn {
     }
 
     /// Competing flow `k` (`cfg.flows[k]`) as it opens over `links`.
-    pub(crate) fn flow(cfg: &Config, k: usize, links: &[SimLink]) -> Result<Conn, String> {
+    pub(crate) fn flow(cfg: &Config, k: usize, net: Net) -> Result<Conn, String> {
         let f = &cfg.flows[k];
         let mptcp = f.protocol == Protocol::Mptcp;
         let sched = if mptcp {
@@ -190,8 +198,15 @@ impl Conn {
             paths: f.paths.clone(),
             syn_at: Time(f.start_ns),
         };
-        Ok(Conn::open(cfg, spec, links, false))
+        Ok(Conn::open(cfg, spec, net, false))
     }
+}
+
+/// The links and the paths' routes through them.
+#[derive(Clone, Copy)]
+pub(crate) struct Net<'a> {
+    pub(crate) links: &'a [SimLink],
+    pub(crate) routes: &'a [Route],
 }
 
 pub(crate) struct ConnSpec {

@@ -15,7 +15,7 @@ use crate::app::App;
 use crate::capture::{Capture, Vantage};
 use crate::component::{Component, Components};
 use crate::config::{Config, Protocol, Workload};
-use crate::conn::{Conn, ConnSpec, SimLink, Tagged};
+use crate::conn::{Conn, ConnSpec, Net, SimLink, Tagged};
 use crate::event::EventList;
 use crate::summary::{self, Summary};
 use crate::trace_out::{Sink, Tracer};
@@ -26,7 +26,7 @@ use mpsched_core::sched::{self, SchedSample};
 use mpsched_core::trace::{AckTrace, DeliveryTrace, SentTrace};
 use mpsched_core::units::wire;
 use mpsched_core::{Bytes, Dur, Rate, Time};
-use mpsched_scenario::plan::{down_link as down, up_link as up, PathChange};
+use mpsched_scenario::plan::{down_link as down, up_link as up, PathChange, Route};
 
 /// Traces of one run, as columns.
 #[derive(Default)]
@@ -46,8 +46,11 @@ pub struct Simulation {
     cfg: Config,
     /// The main connection first, then the competing flows.
     conns: Vec<Conn>,
-    /// Index 2p: path p downlink (data); 2p + 1: uplink (ACKs).
+    /// Index 2p: path p's own down link (data); 2p + 1: its up link (ACKs); then the shared
+    /// links, down and up (`Config::link_plans`).
     links: Vec<SimLink>,
+    /// Each path's links, in the order its packets cross them.
+    routes: Vec<Route>,
     /// Files not yet delivered; the run ends when none is left, if the main connection
     /// transfers a file.
     files_pending: usize,
@@ -101,6 +104,11 @@ impl Simulation {
             .iter()
             .map(|plan| Link::new(&plan.link, Rng::new(cfg.seed, plan.stream)))
             .collect();
+        let routes = cfg.routes();
+        let net = Net {
+            links: &links,
+            routes: &routes,
+        };
 
         let mptcp = cfg.protocol == Protocol::Mptcp;
         let main_sched = if let Some(s) = external.filter(|_| mptcp) {
@@ -126,7 +134,7 @@ impl Simulation {
                 paths: main_paths,
                 syn_at: Time::ZERO,
             },
-            &links,
+            net,
             trace,
         )];
         let app = match cfg.workload {
@@ -137,12 +145,17 @@ impl Simulation {
             } => {
                 let mss = u64::from(conns[0].server.data().mss());
                 let block_segs = block_bytes.div_ceil(mss);
+                // A block on an idle path: every link's delay, and its serialization at the
+                // slowest link of the route.
+                let block_wire = block_segs * u64::from(wire::MTU);
                 let ideal = conns[0]
                     .paths
                     .iter()
                     .map(|&p| {
-                        let l = &links[down(p)];
-                        l.delay() + l.rate().tx_time(block_segs * u64::from(wire::MTU))
+                        let route = routes[p].links(true).iter().map(|&l| &links[l]);
+                        let delay = route.clone().fold(Dur::ZERO, |a, l| a + l.delay());
+                        let tx = route.map(|l| l.rate().tx_time(block_wire)).max();
+                        delay + tx.unwrap_or(Dur::ZERO)
                     })
                     .min()
                     .unwrap_or(Dur::ZERO);
@@ -159,7 +172,7 @@ impl Simulation {
         };
         for k in 0..cfg.flows.len() {
             // Built again when its SYN leaves, from the paths as they are then.
-            let mut c = Conn::flow(&cfg, k, &links)?;
+            let mut c = Conn::flow(&cfg, k, net)?;
             c.syn_pending = true;
             conns.push(c);
         }
@@ -188,6 +201,7 @@ impl Simulation {
             cfg,
             conns,
             links,
+            routes,
             files_pending,
             app,
             changes,
@@ -369,7 +383,11 @@ impl Simulation {
 
     /// Competing flow `k` sends its SYN: its handshake meets the queues as they are now.
     fn open_flow(&mut self, k: usize, c: Component) {
-        let mut conn = Conn::flow(&self.cfg, k - 1, &self.links).expect("validated");
+        let net = Net {
+            links: &self.links,
+            routes: &self.routes,
+        };
+        let mut conn = Conn::flow(&self.cfg, k - 1, net).expect("validated");
         conn.syn_pending = false;
         if let Some(capture) = self.capture.as_mut() {
             capture.open(k, &conn);
@@ -403,12 +421,18 @@ impl Simulation {
 
     fn on_link(&mut self, l: usize) {
         let now = self.now;
-        while let Some(Tagged { conn: k, pkt }) = self.links[l].poll_deliver(now) {
+        while let Some(Tagged { conn: k, hop, pkt }) = self.links[l].poll_deliver(now) {
             let k = k as usize;
+            let data = l.is_multiple_of(2);
+            let route = self.routes[self.conns[k].paths[pkt.subflow as usize]].links(data);
+            if let Some(&next) = route.get(hop as usize + 1) {
+                self.forward(next, k, hop + 1, pkt, data);
+                continue;
+            }
             if let Some(c) = self.capture.as_mut() {
                 c.delivered(now, k, &pkt);
             }
-            if l.is_multiple_of(2) {
+            if data {
                 let conn = &mut self.conns[k];
                 conn.client.handle_data(now, &pkt);
                 if k == 0 {
@@ -441,7 +465,7 @@ impl Simulation {
 
     #[inline(never)]
     fn take_aqm_drops(&mut self, l: usize) {
-        for Tagged { conn, pkt } in self.links[l].take_dropped() {
+        for Tagged { conn, pkt, .. } in self.links[l].take_dropped() {
             let d = &mut self.conns[conn as usize].drops[pkt.subflow as usize];
             if l.is_multiple_of(2) {
                 d.queue += 1;
@@ -459,14 +483,20 @@ impl Simulation {
 
     /// Puts a packet of connection `k` on its subflow's path: data down, ACKs up.
     fn send(&mut self, k: usize, pkt: Packet, data: bool) {
-        let sf = pkt.subflow as usize;
-        let p = self.conns[k].paths[sf];
-        let l = if data { down(p) } else { up(p) };
+        let p = self.conns[k].paths[pkt.subflow as usize];
+        let l = self.routes[p].links(data)[0];
         if let Some(c) = self.capture.as_mut() {
             c.sent(self.now, k, &pkt);
         }
+        self.forward(l, k, 0, pkt, data);
+    }
+
+    /// Puts a packet of connection `k` on link `l`, hop `hop` of its route.
+    fn forward(&mut self, l: usize, k: usize, hop: u32, pkt: Packet, data: bool) {
+        let sf = pkt.subflow as usize;
         let tagged = Tagged {
             conn: k as u32,
+            hop,
             pkt,
         };
         let result = self.links[l].enqueue(self.now, tagged);
@@ -517,7 +547,7 @@ impl Simulation {
                     link.set_jitter(now, j);
                 }
                 if let Some(up) = change.up {
-                    for Tagged { conn, pkt } in link.set_up(now, up) {
+                    for Tagged { conn, pkt, .. } in link.set_up(now, up) {
                         let d = &mut self.conns[conn as usize].drops[pkt.subflow as usize];
                         if l == down(c.path) {
                             d.outage += 1;

@@ -6,7 +6,8 @@ use mpsched_core::rng::Rng;
 use mpsched_core::units::wire::{self, MSS};
 use mpsched_sim::build::*;
 use mpsched_sim::config::{
-    Change, CodelSpec, Config, FlowConfig, LinkSpec, PathConfig, Protocol, QueueSpec, Workload,
+    Change, CodelSpec, Config, FlowConfig, LinkSpec, PathConfig, Protocol, QueueSpec,
+    SharedLinkConfig, Workload,
 };
 use mpsched_sim::Simulation;
 
@@ -134,6 +135,7 @@ fn random_scenario(case: u64) -> Config {
                 },
                 // A backup path now and then (never the first: something regular remains).
                 backup: i > 0 && r.chance(0.2),
+                via: Vec::new(),
             }
         })
         .collect();
@@ -154,6 +156,42 @@ fn random_scenario(case: u64) -> Config {
     c.workload = Workload::File {
         size_bytes: 1 + r.below(4_000_000),
     };
+    // Shared links in a quarter of the cases: one or two, each crossed by a random subset of
+    // the paths (a shared bottleneck, a DSL line behind one access link).
+    if r.chance(0.25) {
+        for s in 0..1 + r.below(2) as usize {
+            let rate = log_uniform(&mut r, 1e6, 1e9) as u64;
+            let delay = log_uniform(&mut r, 0.1e6, 0.2e9) as u64;
+            let link = |loss, queue| LinkSpec {
+                rate_bps: rate,
+                delay_ns: delay,
+                loss,
+                queue,
+                jitter_ns: 0,
+                loss_burst: None,
+                gilbert_elliott: None,
+                trace_ms: None,
+                codel: None,
+                fq_codel: None,
+            };
+            let loss = if r.chance(0.5) {
+                0.0
+            } else {
+                r.next_f64() * 0.02
+            };
+            let (q_down, q_up) = (random_queue(&mut r), random_queue(&mut r));
+            c.links.push(SharedLinkConfig {
+                name: format!("s{s}"),
+                down: link(loss, q_down),
+                up: link(0.0, q_up),
+            });
+            for p in c.paths.iter_mut() {
+                if r.chance(0.7) {
+                    p.via.push(s);
+                }
+            }
+        }
+    }
     // Competing flows in a third of the cases: files too, on a random subset of the paths.
     if r.chance(0.3) {
         c.flows = (0..1 + r.below(3))

@@ -291,6 +291,7 @@ fn random_scenario(scheduler: &str, case: u64) -> Config {
                     vec![]
                 },
                 backup: false,
+                via: Vec::new(),
             }
         })
         .collect();
