@@ -15,6 +15,8 @@ from mpsched import ScenarioError, load, to_native
 from mpsched import sweep as sweep_mod
 from mpsched.scenario import draw_size
 
+from .conftest import SCENARIOS
+
 SHARED = """
 duration = "10s"
 seed = 4
@@ -213,3 +215,10 @@ def test_poisson_starts_have_exponential_gaps_of_the_mean_interval() -> None:
     # Exponential: the median gap is ln 2 of the mean.
     assert statistics.median(gaps) == pytest.approx(5e6 * 0.693, rel=0.08)
     assert "flow[2].interval" in error(text, {"flow.2.interval": "0s"})
+
+
+def test_two_subflows_through_one_bottleneck_share_its_rate() -> None:
+    summary = mpsched.run(load(SCENARIOS / "shared-bottleneck.toml", {"duration": "20s"})).summary
+    total = sum(f["goodput_mbps"] for f in summary["flows"])
+    # The bottleneck's payload rate bounds the three subflows together.
+    assert 0.9 * 20 * 1448 / 1500 < total <= 20 * 1448 / 1500

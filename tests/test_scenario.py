@@ -509,3 +509,57 @@ def test_a_path_without_rate_needs_traces_both_ways() -> None:
     with pytest.raises(ScenarioError) as err:
         load({"path": [{"name": "a", "rtt": "20ms"}]})
     assert "path[0].rate ('a'): required (or trace and trace_up)" in str(err.value)
+
+
+SHARED = {
+    "connection": {"paths": ["a", "b"]},
+    "link": [{"name": "dsl", "rate": "20Mbps", "rtt": "10ms", "queue": "20ms"}],
+    "path": [
+        {"name": "a", "rate": "100Mbps", "rtt": "4ms", "via": ["dsl"]},
+        {"name": "b", "rate": "50Mbps", "rtt": "60ms"},
+    ],
+}
+
+
+def test_shared_links_become_the_native_links_and_paths_name_them_by_index() -> None:
+    config = to_native(load(SHARED))
+    (dsl,) = config["links"]
+    assert dsl["name"] == "dsl"
+    assert dsl["down"]["rate_bps"] == 20_000_000 and dsl["up"]["delay_ns"] == 5_000_000
+    assert dsl["down"]["queue"] == {"time_ns": 20_000_000}
+    assert config["paths"][0]["via"] == [0]
+    # A path of its own keeps the normalized form it always had.
+    assert "via" not in config["paths"][1]
+    assert "links" not in to_native(load(MINIMAL))
+
+
+def test_a_shared_link_is_set_by_name() -> None:
+    config = to_native(load(SHARED, {"link.dsl.rate": "5Mbps"}))
+    assert config["links"][0]["down"]["rate_bps"] == 5_000_000
+    with pytest.raises(ScenarioError, match="no link named 'adsl' \\(links: dsl\\)"):
+        load(SHARED, {"link.adsl.rate": "5Mbps"})
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"via": ["adsl"]}, "path[0].via[0] ('a'): unknown link 'adsl' ([[link]]s: dsl)"),
+        ({"via": ["dsl", "dsl"]}, "path[0].via[1] ('a'): link 'dsl' is listed twice"),
+        ({"via": "dsl"}, "via"),
+    ],
+)
+def test_bad_vias_name_the_path_and_the_entry(change: dict[str, Any], message: str) -> None:
+    raw = {**SHARED, "path": [{**SHARED["path"][0], **change}, SHARED["path"][1]]}
+    with pytest.raises(ScenarioError) as err:
+        load(raw)
+    assert message in str(err.value)
+
+
+def test_bad_shared_links_name_the_link() -> None:
+    twice = {**SHARED, "link": SHARED["link"] * 2}
+    with pytest.raises(ScenarioError, match=r"link\[1\]\.name \('dsl'\): duplicate link name"):
+        load(twice)
+    no_rtt = {**SHARED, "link": [{"name": "dsl", "rate": "20Mbps"}]}
+    with pytest.raises(ScenarioError, match=r"link\[0\]\.rtt \('dsl'\): required"):
+        load(no_rtt)
+

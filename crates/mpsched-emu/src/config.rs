@@ -63,6 +63,15 @@ impl EmuConfig {
         let cfg: EmuConfig =
             serde_json::from_str(s).map_err(|e| format!("emulator config: {e}"))?;
         let scenario = cfg.scenario()?;
+        if !scenario.links.is_empty() {
+            // Each path is one pair of devices with its own link threads; a link two paths
+            // share would join their threads.
+            return Err(
+                "links: shared links ([[link]], a path's via) run in the simulator \
+                        only; the emulator gives each path links of its own"
+                    .into(),
+            );
+        }
         if cfg.devices.len() != scenario.paths.len() {
             return Err(format!(
                 "devices: {} entries for {} paths",
@@ -119,6 +128,18 @@ mod tests {
         {"at_ns": 3000, "jitter_down_ns": 7}]}"#;
     const DEV: &str =
         r#"{"client_ns": "c", "client_dev": "c0", "server_ns": "s", "server_dev": "s0"}"#;
+
+    #[test]
+    fn shared_links_are_refused_with_the_reason() {
+        let mut cfg: serde_json::Value = serde_json::from_str(&config(PATH, DEV)).unwrap();
+        let link: serde_json::Value = serde_json::from_str(LINK).unwrap();
+        cfg["scenario"]["links"] = serde_json::json!([{"name": "dsl", "down": link, "up": link}]);
+        let err = EmuConfig::from_json(&cfg.to_string()).unwrap_err();
+        assert!(err.starts_with("links: shared links"), "{err}");
+    }
+
+    const LINK: &str = r#"{"rate_bps": 1000000, "delay_ns": 1, "loss": 0.0,
+        "queue": {"bytes": 3000}}"#;
 
     #[test]
     fn links_follow_the_simulator() {

@@ -186,6 +186,11 @@ def _convert_name(value: object, info: ValidationInfo) -> object:
     return value
 
 
+def _convert_link_name(value: object, info: ValidationInfo) -> object:
+    """`_convert_name`, under its own name so that the reference page can say what it names."""
+    return _convert_name(value, info)
+
+
 def _convert_param(value: object) -> object:
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         raise ValueError(  # noqa: TRY004 - pydantic reports ValueError only
@@ -236,6 +241,7 @@ BurstLength = Annotated[float | None, BeforeValidator(_convert_burst)]
 Flag = Annotated[bool, BeforeValidator(_convert_bool)]
 Seed = Annotated[int, BeforeValidator(_convert_seed)]
 Name = Annotated[str, BeforeValidator(_convert_name)]
+LinkName = Annotated[str, BeforeValidator(_convert_link_name)]
 NonEmptyString = Annotated[str, BeforeValidator(_convert_string)]
 Param = Annotated[int | float | str, BeforeValidator(_convert_param)]
 Count = Annotated[int, BeforeValidator(_convert_count)]

@@ -146,11 +146,10 @@ def read_source(source: Source) -> dict[str, Any]:
 
 
 def _resolve_files(raw: dict[str, Any], folder: Path) -> None:
-    """A path's trace files named relative to the scenario file are read from its folder."""
-    paths = raw.get("path")
-    if not isinstance(paths, list):
-        return
-    for path in paths:
+    """A path's or link's trace files named relative to the scenario file are read from its
+    folder."""
+    tables = [raw.get(key) for key in ("path", "link")]
+    for path in (entry for table in tables if isinstance(table, list) for entry in table):
         if not isinstance(path, dict):
             continue
         for key in ("trace", "trace_up"):

@@ -21,6 +21,7 @@ from .fields import (
     BurstLength,
     Count,
     Flag,
+    LinkName,
     Name,
     NonEmptyString,
     NonNegativeDuration,
@@ -54,6 +55,8 @@ __all__ = [
     "Connection",
     "FlowSpec",
     "GilbertElliott",
+    "LinkKeys",
+    "LinkSpec",
     "PathSpec",
     "Scenario",
     "ScheduleEntry",
@@ -257,11 +260,13 @@ class GilbertElliott(_Model):
     """Loss probability in the bad state."""
 
 
-class PathSpec(_Model):
-    """One ``[[path]]`` table. Quantities are stored in ns, bytes and bits per second."""
+class LinkKeys(_Model):
+    """The keys of a link, one in each direction: a path's own or a shared ``[[link]]``.
+    Quantities are stored in ns, bytes and bits per second."""
 
     name: Name
-    """Addressed as `path.NAME.KEY` by `--set`."""
+    """Its name."""
+
     rate: OptionalRate = None
     """Link rate of both directions (required unless `trace` and `trace_up` set both)."""
     rate_up: OptionalRate = None
@@ -306,8 +311,6 @@ class PathSpec(_Model):
     scenario file's folder (`scenarios/traces/` has some)."""
     trace_up: NonEmptyString | None = None
     """Unset: `rate_up`, else `rate`. A Mahimahi trace file of the ACK direction."""
-    schedule: list[ScheduleEntry] = Field(default_factory=list)
-    """Changes during the run (below)."""
     aqm: Annotated[str, choice(AQMS)] = "droptail"
     """The queue of both directions: `droptail` (the `queue` limit alone), `codel` (RFC 8289:
     drops at the head once packets wait over `codel_target` for `codel_interval`), or
@@ -317,16 +320,40 @@ class PathSpec(_Model):
     """CoDel's target standing queue (RFC 8289's 5 ms)."""
     codel_interval: PositiveDuration = "100ms"  # type: ignore[assignment]
     """CoDel's interval (RFC 8289's 100 ms, a worst-case RTT)."""
-    backup: Flag = False
-    """A backup path (RFC 8684 MP_PRIO): its subflow carries data only when no regular one
-    can, i.e. out-of-tree while every regular subflow is recovering from a timeout, upstream
-    while none is active (all stale or gone)."""
-
     def delays(self) -> tuple[int, int]:
         """``(delay_up_ns, delay_down_ns)`` after resolving ``rtt`` and the one-way delays."""
         up, down = resolve_delays(self.rtt, self.delay_up, self.delay_down, partial=False)
         assert up is not None and down is not None
         return up, down
+
+
+class PathSpec(LinkKeys):
+    """One ``[[path]]`` table: the path's own link (the client's access: WiFi, LTE), then
+    the shared links it lists in ``via``. Quantities are stored in ns, bytes and bits per
+    second."""
+
+    name: Name
+    """Addressed as `path.NAME.KEY` by `--set`."""
+    via: list[LinkName] = Field(default_factory=list)
+    """Unset: none. Shared `[[link]]`s the path crosses beyond its own link, from the client
+    outwards (e.g. `["dsl"]` behind a WiFi access point): data crosses them from the last to
+    the first, then the path's own link; ACKs the other way."""
+    schedule: list[ScheduleEntry] = Field(default_factory=list)
+    """Changes of the path's own link during the run (below)."""
+    backup: Flag = False
+    """A backup path (RFC 8684 MP_PRIO): its subflow carries data only when no regular one
+    can, i.e. out-of-tree while every regular subflow is recovering from a timeout, upstream
+    while none is active (all stale or gone)."""
+
+
+
+class LinkSpec(LinkKeys):
+    """One ``[[link]]`` table: a link that paths share (a home's DSL line behind its WiFi, one
+    bottleneck under two subflows, a core link), named in their ``via``. Its keys are a
+    path's; it has no schedule. Quantities are stored in ns, bytes and bits per second."""
+
+    name: Name
+    """Named in paths' `via`; addressed as `link.NAME.KEY` by `--set`."""
 
 
 class Scenario(_Model):
@@ -344,6 +371,8 @@ class Scenario(_Model):
     """The paths, at least one: `[[path]]`."""
     flow: list[FlowSpec] = Field(default_factory=list)
     """Competing connections over the same paths: `[[flow]]`."""
+    link: list[LinkSpec] = Field(default_factory=list)
+    """Links that paths share, named in their `via`: `[[link]]`."""
 
     @model_validator(mode="after")
     def _cross_check(self) -> Scenario:
@@ -397,21 +426,28 @@ def resolve_delays(
     return (given, other) if up is not None else (other, given)
 
 
-def _where(index: int, name: str, field: str = "") -> str:
+def _where(index: int, spec: LinkKeys, field: str = "") -> str:
+    table = "link" if isinstance(spec, LinkSpec) else "path"
     suffix = f".{field}" if field else ""
-    return f"path[{index}]{suffix} ({name!r})"
+    return f"{table}[{index}]{suffix} ({spec.name!r})"
 
 
 def _check(scenario: Scenario) -> None:
     """Checks that involve several fields; raise ``ValueError('<field>: <problem>')``."""
     if not scenario.path:
         raise ValueError("path: at least one [[path]] table is required")
+    links: set[str] = set()
+    for i, link in enumerate(scenario.link):
+        if link.name in links:
+            raise ValueError(f"{_where(i, link, 'name')}: duplicate link name")
+        links.add(link.name)
+        _check_link(i, link)
     seen: set[str] = set()
     for i, path in enumerate(scenario.path):
         if path.name in seen:
-            raise ValueError(f"{_where(i, path.name, 'name')}: duplicate path name")
+            raise ValueError(f"{_where(i, path, 'name')}: duplicate path name")
         seen.add(path.name)
-        _check_path(i, path, scenario.duration)
+        _check_path(i, path, scenario.link, scenario.duration)
 
     connection = scenario.connection
     if connection.paths is not None:
@@ -520,7 +556,7 @@ SEGMENT_BYTES = 1448
 
 def _check_loss(
     index: int,
-    path: PathSpec,
+    path: LinkKeys,
     prefix: str,
     mean: float,
     burst: float | None,
@@ -530,36 +566,37 @@ def _check_loss(
     if ge is not None:
         if mean > 0 or burst is not None:
             raise ValueError(
-                f"{_where(index, path.name, prefix + 'gilbert_elliott')}: replaces "
+                f"{_where(index, path, prefix + 'gilbert_elliott')}: replaces "
                 f"{prefix}loss and {prefix}loss_burst; set it alone"
             )
         if ge.r == 0 and ge.p > 0:
             raise ValueError(
-                f"{_where(index, path.name, prefix + 'gilbert_elliott.r')}: must be > 0 "
+                f"{_where(index, path, prefix + 'gilbert_elliott.r')}: must be > 0 "
                 "(the bad state would never end)"
             )
     if burst is not None and mean / (1.0 - mean) > burst:
         raise ValueError(
-            f"{_where(index, path.name, prefix + 'loss_burst')}: a mean loss of {mean} needs "
+            f"{_where(index, path, prefix + 'loss_burst')}: a mean loss of {mean} needs "
             f"bursts of at least {mean / (1.0 - mean):.3f} packets, got {burst}"
         )
 
 
-def _check_path(index: int, path: PathSpec, duration: int) -> None:
+def _check_link(index: int, path: LinkKeys) -> None:
+    """The keys a path's own link and a shared link have alike."""
     if path.codel_target > path.codel_interval:
         raise ValueError(
-            f"{_where(index, path.name, 'codel_target')}: must not exceed codel_interval"
+            f"{_where(index, path, 'codel_target')}: must not exceed codel_interval"
         )
     up_rate = path.trace_up is not None or path.rate_up is not None
     if path.rate is None and (path.trace is None or not up_rate):
-        raise ValueError(f"{_where(index, path.name, 'rate')}: required (or trace and trace_up)")
+        raise ValueError(f"{_where(index, path, 'rate')}: required (or trace and trace_up)")
     if path.rtt is None and path.delay_up is None and path.delay_down is None:
-        raise ValueError(f"{_where(index, path.name, 'rtt')}: required (or delay_up/delay_down)")
+        raise ValueError(f"{_where(index, path, 'rtt')}: required (or delay_up/delay_down)")
     for key in ("trace", "trace_up"):
         file = getattr(path, key)
         if file is not None:
             try:
-                mahimahi.read(file, key=_where(index, path.name, key))
+                mahimahi.read(file, key=_where(index, path, key))
             except ScenarioError as exc:
                 raise ValueError(str(exc)) from None
     _check_loss(index, path, "", path.loss, path.loss_burst, path.gilbert_elliott)
@@ -567,12 +604,25 @@ def _check_path(index: int, path: PathSpec, duration: int) -> None:
     try:
         resolve_delays(path.rtt, path.delay_up, path.delay_down, partial=False)
     except ValueError as exc:
-        raise ValueError(f"{_where(index, path.name, 'rtt')}: {exc}") from None
+        raise ValueError(f"{_where(index, path, 'rtt')}: {exc}") from None
+
+
+def _check_path(index: int, path: PathSpec, links: list[LinkSpec], duration: int) -> None:
+    _check_link(index, path)
+    names = [link.name for link in links]
+    for j, name in enumerate(path.via):
+        if name not in names:
+            known = ", ".join(names) or "none"
+            raise ValueError(
+                f"{_where(index, path, f'via[{j}]')}: unknown link {name!r} ([[link]]s: {known})"
+            )
+        if name in path.via[:j]:
+            raise ValueError(f"{_where(index, path, f'via[{j}]')}: link {name!r} is listed twice")
     for k, entry in enumerate(path.schedule):
         where = f"schedule[{k}]"
         if entry.at >= duration:
             raise ValueError(
-                f"{_where(index, path.name, where + '.at')}: must be < duration "
+                f"{_where(index, path, where + '.at')}: must be < duration "
                 f"{format_duration(duration)}, got {format_duration(entry.at)}"
             )
         changes = (
@@ -586,14 +636,14 @@ def _check_path(index: int, path: PathSpec, duration: int) -> None:
         )
         if all(change is None for change in changes):
             raise ValueError(
-                f"{_where(index, path.name, where)}: changes nothing "
+                f"{_where(index, path, where)}: changes nothing "
                 "(give rate, rtt, delay_up, delay_down, jitter, jitter_up or state)"
             )
         try:
             resolve_delays(entry.rtt, entry.delay_up, entry.delay_down, partial=True)
         except ValueError as exc:
-            raise ValueError(f"{_where(index, path.name, where + '.rtt')}: {exc}") from None
+            raise ValueError(f"{_where(index, path, where + '.rtt')}: {exc}") from None
         if entry.rate is not None and (path.trace is not None or path.trace_up is not None):
             raise ValueError(
-                f"{_where(index, path.name, where + '.rate')}: the path's trace sets its capacity"
+                f"{_where(index, path, where + '.rate')}: the path's trace sets its capacity"
             )

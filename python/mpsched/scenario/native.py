@@ -7,7 +7,14 @@ from typing import Any
 
 from .. import mahimahi
 from ..units import QueueLimit
-from .model import GilbertElliott, PathSpec, Scenario, ScheduleEntry, resolve_delays
+from .model import (
+    GilbertElliott,
+    PathSpec,
+    Scenario,
+    ScheduleEntry,
+    LinkKeys,
+    resolve_delays,
+)
 
 __all__ = ["draw_size", "to_native"]
 
@@ -60,7 +67,8 @@ def _traced(link: dict[str, Any], file: str | None, key: str) -> dict[str, Any]:
     return link
 
 
-def _path(path: PathSpec) -> dict[str, Any]:
+def _directions(path: LinkKeys, table: str) -> dict[str, Any]:
+    """A link's two directions, as the native contract's ``down`` and ``up``."""
     up_delay, down_delay = path.delays()
     rate = path.rate or 1  # a traced direction's rate is the trace's (below)
     down = _link(
@@ -82,10 +90,18 @@ def _path(path: PathSpec) -> dict[str, Any]:
             link[path.aqm] = {"target_ns": path.codel_target, "interval_ns": path.codel_interval}
     return {
         "name": path.name,
-        "down": _traced(down, path.trace, f"path.{path.name}.trace"),
-        "up": _traced(up, path.trace_up, f"path.{path.name}.trace_up"),
+        "down": _traced(down, path.trace, f"{table}.{path.name}.trace"),
+        "up": _traced(up, path.trace_up, f"{table}.{path.name}.trace_up"),
+    }
+
+
+def _path(path: PathSpec, links: list[str]) -> dict[str, Any]:
+    return {
+        **_directions(path, "path"),
         "schedule": [_schedule(e) for e in sorted(path.schedule, key=lambda e: e.at)],
         **({"backup": True} if path.backup else {}),
+        # Only when set: paths of their own keep the normalized scenario they always had.
+        **({"via": [links.index(name) for name in path.via]} if path.via else {}),
     }
 
 
@@ -155,12 +171,13 @@ def to_native(scenario: Scenario) -> dict[str, Any]:
             size = draw_size(rng, size, scenario.workload.pareto_shape)
         workload["size_bytes"] = size
     main = scenario.selected_paths()
-    native_paths = [_path(p) for p in main]
+    links = [link.name for link in scenario.link]
+    native_paths = [_path(p, links) for p in main]
     extra: dict[str, Any] = {}
     if any(flow.count for flow in scenario.flow):
         # The main connection's paths first (its subflow i on path i), then the others.
         others = [p for p in scenario.path if p.name not in {m.name for m in main}]
-        native_paths += [_path(p) for p in others]
+        native_paths += [_path(p, links) for p in others]
         names = [p["name"] for p in native_paths]
         extra = {"main_paths": len(main), "flows": _flows(scenario, rng, names)}
     return {
@@ -181,4 +198,5 @@ def to_native(scenario: Scenario) -> dict[str, Any]:
         "workload": workload,
         "paths": native_paths,
         **extra,
+        **({"links": [_directions(link, "link") for link in scenario.link]} if links else {}),
     }

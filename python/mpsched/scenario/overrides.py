@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from ..errors import ScenarioError
 from ..units import parse_duration
-from .model import Connection, FlowSpec, PathSpec, Workload, resolve_delays
+from .model import Connection, FlowSpec, LinkSpec, PathSpec, Workload, resolve_delays
 
 __all__ = ["apply_overrides", "parse_set", "parse_value"]
 
@@ -37,6 +37,7 @@ def parse_set(items: Iterable[str]) -> dict[str, Any]:
 
 
 _TABLES: dict[str, type[BaseModel]] = {"connection": Connection, "workload": Workload}
+_LINK_TABLES: dict[str, type[BaseModel]] = {"path": PathSpec, "link": LinkSpec}
 
 
 def _table(parent: dict[str, Any], key: str, where: str) -> dict[str, Any]:
@@ -46,15 +47,18 @@ def _table(parent: dict[str, Any], key: str, where: str) -> dict[str, Any]:
     return table
 
 
-def _find_path(raw: dict[str, Any], name: str, where: str) -> dict[str, Any]:
-    paths = raw.get("path")
+def _find_path(
+    raw: dict[str, Any], name: str, where: str, table: str = "path"
+) -> dict[str, Any]:
+    """The ``[[path]]`` (or ``[[link]]``) table of this name."""
+    paths = raw.get(table)
     if isinstance(paths, list):
         for entry in paths:
             if isinstance(entry, dict) and entry.get("name") == name:
                 return entry
     names = [p.get("name") for p in paths if isinstance(p, dict)] if isinstance(paths, list) else []
     known = ", ".join(str(n) for n in names) or "none"
-    raise ScenarioError(f"{where}: no path named {name!r} (paths: {known})")
+    raise ScenarioError(f"{where}: no {table} named {name!r} ({table}s: {known})")
 
 
 def _find_flow(raw: dict[str, Any], index: str, where: str) -> dict[str, Any]:
@@ -116,12 +120,12 @@ def apply_overrides(
         elif head == "connection" and len(rest) == 2 and rest[0] == "scheduler_params":
             table = _table(raw, head, where)
             _table(table, "scheduler_params", where)[rest[1]] = value
-        elif head == "path" and len(rest) == 2:
-            if rest[1] not in PathSpec.model_fields:
+        elif head in _LINK_TABLES and len(rest) == 2:
+            if rest[1] not in _LINK_TABLES[head].model_fields:
                 raise ScenarioError(f"{where}: unknown key")
-            _set_path_key(_find_path(raw, rest[0], where), rest[1], value)
-        elif head == "path" and len(rest) < 2:
-            raise ScenarioError(f"{where}: expected path.NAME.KEY, e.g. path.lte.rtt")
+            _set_path_key(_find_path(raw, rest[0], where, head), rest[1], value)
+        elif head in _LINK_TABLES and len(rest) < 2:
+            raise ScenarioError(f"{where}: expected {head}.NAME.KEY, e.g. {head}.lte.rtt")
         elif head == "flow" and len(rest) == 2:
             if rest[1] not in FlowSpec.model_fields:
                 raise ScenarioError(f"{where}: unknown key")

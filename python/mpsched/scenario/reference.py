@@ -13,6 +13,7 @@ from .model import (
     Connection,
     FlowSpec,
     GilbertElliott,
+    LinkSpec,
     PathSpec,
     Scenario,
     ScheduleEntry,
@@ -33,6 +34,12 @@ _TABLES: list[tuple[str, type[BaseModel], str]] = [
         "Keys of a path's four-parameter loss chain (an inline table).",
     ),
     ("`[[flow]]`", FlowSpec, "Competing connections over the same paths (optional)."),
+    (
+        "`[[link]]`",
+        LinkSpec,
+        "Links that paths share, named in their `via` (optional); a path's keys, without "
+        "`schedule` and `backup`; `--set link.NAME.KEY=VALUE`.",
+    ),
 ]
 
 # What each field type accepts, by the identity of its validator.
@@ -66,6 +73,7 @@ _TABLE_NAMES = {
     PathSpec: "array of tables",
     ScheduleEntry: "array of tables",
     FlowSpec: "array of tables",
+    LinkSpec: "array of tables",
     GilbertElliott: "table",
 }
 
@@ -90,6 +98,8 @@ def _accepts(annotation: Any, metadata: list[Any]) -> str:
         (item,) = get_args(inner)
         if item in _TABLE_NAMES:
             return "array of tables"
+        if item is f.LinkName:
+            return "array of `[[link]]` names"
         return "array of path names"
     if get_origin(inner) is dict:
         return "table of name -> number or string"
