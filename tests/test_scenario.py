@@ -562,4 +562,3 @@ def test_bad_shared_links_name_the_link() -> None:
     no_rtt = {**SHARED, "link": [{"name": "dsl", "rate": "20Mbps"}]}
     with pytest.raises(ScenarioError, match=r"link\[0\]\.rtt \('dsl'\): required"):
         load(no_rtt)
-

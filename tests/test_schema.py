@@ -114,7 +114,8 @@ def test_every_scenario_key_has_a_meaning_and_accepts_something() -> None:
     from mpsched.scenario.reference import scenario_markdown
 
     tables = (model.Scenario, model.Connection, model.Workload, model.PathSpec,
-              model.ScheduleEntry, model.GilbertElliott, model.FlowSpec, model.LinkSpec)  # fmt: skip
+              model.ScheduleEntry, model.GilbertElliott, model.FlowSpec,
+              model.LinkSpec)  # fmt: skip
     for table in tables:
         for name, field in table.model_fields.items():
             assert field.description, f"{table.__name__}.{name} has no docstring"

@@ -320,6 +320,7 @@ class LinkKeys(_Model):
     """CoDel's target standing queue (RFC 8289's 5 ms)."""
     codel_interval: PositiveDuration = "100ms"  # type: ignore[assignment]
     """CoDel's interval (RFC 8289's 100 ms, a worst-case RTT)."""
+
     def delays(self) -> tuple[int, int]:
         """``(delay_up_ns, delay_down_ns)`` after resolving ``rtt`` and the one-way delays."""
         up, down = resolve_delays(self.rtt, self.delay_up, self.delay_down, partial=False)
@@ -344,7 +345,6 @@ class PathSpec(LinkKeys):
     """A backup path (RFC 8684 MP_PRIO): its subflow carries data only when no regular one
     can, i.e. out-of-tree while every regular subflow is recovering from a timeout, upstream
     while none is active (all stale or gone)."""
-
 
 
 class LinkSpec(LinkKeys):
@@ -584,9 +584,7 @@ def _check_loss(
 def _check_link(index: int, path: LinkKeys) -> None:
     """The keys a path's own link and a shared link have alike."""
     if path.codel_target > path.codel_interval:
-        raise ValueError(
-            f"{_where(index, path, 'codel_target')}: must not exceed codel_interval"
-        )
+        raise ValueError(f"{_where(index, path, 'codel_target')}: must not exceed codel_interval")
     up_rate = path.trace_up is not None or path.rate_up is not None
     if path.rate is None and (path.trace is None or not up_rate):
         raise ValueError(f"{_where(index, path, 'rate')}: required (or trace and trace_up)")

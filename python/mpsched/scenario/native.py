@@ -9,10 +9,10 @@ from .. import mahimahi
 from ..units import QueueLimit
 from .model import (
     GilbertElliott,
+    LinkKeys,
     PathSpec,
     Scenario,
     ScheduleEntry,
-    LinkKeys,
     resolve_delays,
 )
 

@@ -47,9 +47,7 @@ def _table(parent: dict[str, Any], key: str, where: str) -> dict[str, Any]:
     return table
 
 
-def _find_path(
-    raw: dict[str, Any], name: str, where: str, table: str = "path"
-) -> dict[str, Any]:
+def _find_path(raw: dict[str, Any], name: str, where: str, table: str = "path") -> dict[str, Any]:
     """The ``[[path]]`` (or ``[[link]]``) table of this name."""
     paths = raw.get(table)
     if isinstance(paths, list):
