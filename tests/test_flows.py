@@ -15,7 +15,7 @@ from mpsched import ScenarioError, load, to_native
 from mpsched import sweep as sweep_mod
 from mpsched.scenario import draw_size
 
-from .conftest import SCENARIOS
+from .conftest import ROOT
 
 SHARED = """
 duration = "10s"
@@ -218,7 +218,8 @@ def test_poisson_starts_have_exponential_gaps_of_the_mean_interval() -> None:
 
 
 def test_two_subflows_through_one_bottleneck_share_its_rate() -> None:
-    summary = mpsched.run(load(SCENARIOS / "shared-bottleneck.toml", {"duration": "20s"})).summary
+    base = ROOT / "python" / "mpsched" / "experiments" / "rfc6356-base.toml"
+    summary = mpsched.run(load(base, {"duration": "20s"})).summary
     total = sum(f["goodput_mbps"] for f in summary["flows"])
     # The bottleneck's payload rate bounds the three subflows together.
     assert 0.9 * 20 * 1448 / 1500 < total <= 20 * 1448 / 1500

@@ -53,6 +53,25 @@ def test_means_over_repetitions_by_the_varying_factor(tmp_path: Path) -> None:
     )
 
 
+def test_bulk_flows_by_connection(tmp_path: Path) -> None:
+    """Competing bulk flows have no size (a column of nulls): the table splits them by flow."""
+    sweep = write_sweep(tmp_path)
+    keys = pd.read_parquet(sweep / "results.parquet")["key"]
+    flows = [
+        {"key": k, "flow": f, "size_bytes": None, "goodput_mbps": 10.0 * (f + 1)}
+        for k in keys
+        for f in (0, 1)
+    ]
+    pd.DataFrame(flows).to_parquet(sweep / "flows.parquet")
+    table = sweep_table(sweep, value="flows:goodput_mbps", rows=["flow"])
+    assert table.markdown() == "\n".join(
+        ["| flow | default | stms-a |", "| --- | --- | --- |", "| 0 | 10.0 | 10.0 |",
+         "| 1 | 20.0 | 20.0 |"]
+    )  # fmt: skip
+    with pytest.raises(ScenarioError, match="flow needs --value flows:COLUMN"):
+        sweep_table(sweep, rows=["flow"])
+
+
 def test_a_subflow_metric_and_csv(tmp_path: Path) -> None:
     table = sweep_table(write_sweep(tmp_path), value="wifi:goodput_mbps", cols="path.lte.rtt")
     assert table.row_keys == ["connection.scheduler"]

@@ -5,7 +5,8 @@ The metric is a column of ``DIR/results.parquet`` (``goodput_mbps``, ``ooo_delay
 ``aggregation_benefit``...), ``SUBFLOW:COLUMN`` of ``DIR/subflows.parquet`` for the subflow
 of that path name (``wifi:goodput_mbps``, ``lte:held_acks``), or ``flows:COLUMN`` of
 ``DIR/flows.parquet`` (every connection of runs with competing flows: a cell pools the flows
-of its runs; the factor ``size_class`` splits them by size, at ``size_classes``). Factors are
+of its runs; the factor ``size_class`` splits them by size, at ``size_classes``, and ``flow``
+by connection, 0 the main one). Factors are
 the keys a sweep set (``path.lte.rtt``, ``connection.stack``) and the run's own columns
 (``scheduler``, ``group``, ``protocol``). Rows and columns keep the order in which the sweep
 ran them.
@@ -75,8 +76,8 @@ def _column(frame: pd.DataFrame, key: str, option: str) -> str:
     for name in (SET + key, key):
         if name in frame.columns:
             return name
-    if key == SIZE_CLASS:
-        raise ScenarioError(f"{option}: {SIZE_CLASS} needs --value flows:COLUMN")
+    if key in (SIZE_CLASS, FLOW):
+        raise ScenarioError(f"{option}: {key} needs --value flows:COLUMN")
     factors = [c.removeprefix(SET) for c in frame.columns if c.startswith(SET)]
     known = ", ".join([*factors, "scheduler", "group", "protocol", "congestion"])
     raise ScenarioError(f"{option}: no factor {key!r} in the results (have: {known})")
@@ -85,6 +86,7 @@ def _column(frame: pd.DataFrame, key: str, option: str) -> str:
 #: Paper 004's flow classes: S1 below 100 KB, S2 below 400 KB, S3 above.
 SIZE_CLASSES = (100_000, 400_000)
 SIZE_CLASS = "size_class"
+FLOW = "flow"
 
 
 def _size_labels(bounds: tuple[int, ...]) -> list[str]:
@@ -109,10 +111,13 @@ def _flows(sweep_dir: Path, column: str, bounds: tuple[int, ...]) -> pd.DataFram
         have = ", ".join(c for c in flows.columns if c not in skip)
         raise ScenarioError(f"--value: no flow column {column!r} (have: {have})")
     labels = _size_labels(bounds)
-    size = flows["size_bytes"]
+    # Bulk flows have no size: all of them leave the column without a number to bin.
+    size = pd.to_numeric(flows["size_bytes"], errors="coerce").astype(float)
     cls = pd.cut(size, [0, *bounds, float("inf")], labels=labels, right=False)
     out = flows[["key"]].assign(__value=flows[column])
     out[SIZE_CLASS] = cls.astype(str).where(size.notna(), "bulk")
+    # Which connection (0: the main one), as a factor: --rows flow.
+    out[FLOW] = flows["flow"]
     return out
 
 
