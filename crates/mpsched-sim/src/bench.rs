@@ -1,7 +1,7 @@
 //! The benchmark scenarios of `mpsched bench` and the measurements taken on each.
 
 use crate::build::*;
-use crate::config::{Config, FlowConfig, Protocol, QueueSpec};
+use crate::config::{Config, FlowConfig, Protocol, QueueSpec, SharedLinkConfig};
 use crate::Simulation;
 use serde::Serialize;
 
@@ -68,6 +68,35 @@ pub fn scenarios() -> Vec<(&'static str, &'static str, Config)> {
             paths: (0..8).collect(),
         })
         .collect();
+    // A home: WiFi behind a 20 Mbit/s DSL line that another device's TCP download shares,
+    // and LTE following the shipped stepped trace (24, 6, 12, 3 Mbit/s for 5 s each).
+    let mut home = scenario(
+        vec![
+            path("wifi", 100 * MBPS, 4 * MS, QueueSpec::Packets(1000), 0.0),
+            path("lte", 10 * MBPS, 60 * MS, QueueSpec::TimeNs(200 * MS), 0.0),
+            path("laptop", 100 * MBPS, 4 * MS, QueueSpec::Packets(1000), 0.0),
+        ],
+        "default",
+        60 * S,
+    );
+    home.links = vec![SharedLinkConfig {
+        name: "dsl".into(),
+        down: path("dsl", 20 * MBPS, 20 * MS, QueueSpec::TimeNs(50 * MS), 0.0).down,
+        up: path("dsl", 20 * MBPS, 20 * MS, QueueSpec::TimeNs(50 * MS), 0.0).up,
+    }];
+    home.paths[0].via = vec![0];
+    home.paths[2].via = vec![0];
+    home.paths[1].down.trace_ms = Some(lte_steps());
+    home.main_paths = Some(2);
+    home.flows = vec![FlowConfig {
+        start_ns: 0,
+        protocol: Protocol::Tcp,
+        scheduler: "minrtt".into(),
+        scheduler_params: Default::default(),
+        congestion: "cubic".into(),
+        size_bytes: None,
+        paths: vec![2],
+    }];
     vec![
         (
             "a",
@@ -85,7 +114,20 @@ pub fn scenarios() -> Vec<(&'static str, &'static str, Config)> {
             "c shared by 50 MPTCP connections (400 subflows), 60 s",
             shared,
         ),
+        (
+            "f",
+            "WiFi behind a shared 20 Mbit/s DSL line with a TCP flow, LTE trace-driven, 60 s",
+            home,
+        ),
     ]
+}
+
+/// The shipped LTE-like trace (`scenarios/traces/lte-steps.trace`), in ms.
+fn lte_steps() -> Vec<u64> {
+    include_str!("../../../scenarios/traces/lte-steps.trace")
+        .lines()
+        .map(|l| l.trim().parse().expect("the shipped trace is well formed"))
+        .collect()
 }
 
 fn reset_peak_rss() -> bool {
