@@ -373,6 +373,25 @@ def test_plain_tcp_reaches_the_payload_rate() -> None:
 
 
 @needs_mptcp
+def test_a_backup_path_waits_for_the_regular_one_to_fail_on_the_kernel_too() -> None:
+    # The LTE endpoint carries the backup flag: while Wi-Fi works it is idle (the simulator's
+    # upstream rule: none regular active); Wi-Fi fails at 3 s and LTE takes over.
+    scenario = load(
+        ROOT / "scenarios" / "stms-lab.toml",
+        {"duration": "7s", "path.lte.backup": True, "connection.scheduler": "default"},
+    )
+    config = to_native(scenario)
+    config["paths"][0]["schedule"] = [{"at_ns": 3_000_000_000, "up": False}]
+    summary = emulate(config)
+    samples = summary["timeline"]
+    wifi, lte = summary["subflows"]
+    assert lte["bytes_delivered"] > 5e6, lte
+    # Before the failure: the bytes delivered by then all came over Wi-Fi.
+    before = next(b for t, b in samples if t >= 2.9)
+    assert wifi["bytes_delivered"] >= 0.99 * before, (wifi["bytes_delivered"], before)
+
+
+@needs_mptcp
 def test_mptcp_run_has_the_simulator_summary_keys() -> None:
     config = to_native(load(ROOT / "scenarios" / "stms-lab.toml", {"duration": "4s"}))
     config["scheduler"] = "default"

@@ -284,9 +284,17 @@ class Testbed:
             limit = str(min(8, max(n, 1)))
             for ns in (self.client_ns, self.server_ns):
                 self.ip(ns, "mptcp", "limits", "set", "subflow", limit, "add_addr_accepted", limit)
-            for p in range(1, n):
-                self.ip(self.client_ns, "mptcp", "endpoint", "add", client_addr(p),
-                        "dev", self.client_dev(p), "subflow")  # fmt: skip
+            for p in range(n):
+                # A backup path's endpoint carries the flag: its subflow's MP_JOIN (or the
+                # first subflow's MP_CAPABLE, through the endpoint of its address) asks for
+                # backup priority (RFC 8684 3.3.8).
+                backup = ["backup"] if self.paths[p].get("backup") else []
+                if p > 0:
+                    self.ip(self.client_ns, "mptcp", "endpoint", "add", client_addr(p),
+                            "dev", self.client_dev(p), "subflow", *backup)  # fmt: skip
+                elif backup:
+                    self.ip(self.client_ns, "mptcp", "endpoint", "add", client_addr(p),
+                            "dev", self.client_dev(p), *backup)  # fmt: skip
 
     def _start_emulator(self) -> None:
         devices = [
