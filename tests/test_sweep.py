@@ -432,3 +432,23 @@ def test_a_sweep_without_a_terminal_prints_a_line_per_tenth() -> None:
     assert printed[0].startswith("sweep: 4 of 40 runs (10%), ")
     assert printed[-1].startswith("sweep: 40 of 40 runs (100%), ")
     assert "left" not in printed[-1]
+
+
+def test_trace_files_in_a_sweep_are_read_from_their_files_folders(tmp_path: Path) -> None:
+    """The base scenario's traces from its folder, the sweep's own values from the sweep's."""
+    from mpsched.sweepfile import load_sweep
+
+    (tmp_path / "scen").mkdir()
+    (tmp_path / "scen" / "a.trace").write_text("1\n2\n")
+    (tmp_path / "scen" / "base.toml").write_text(
+        '[[path]]\nname = "lte"\nrtt = "20ms"\nrate = "10Mbps"\ntrace = "a.trace"\n'
+    )
+    (tmp_path / "b.trace").write_text("1\n")
+    (tmp_path / "sweep.toml").write_text(
+        '[sweep]\nscenario = "scen/base.toml"\n'
+        '[[sweep.group]]\nname = "g"\ngrid = { "path.lte.trace_up" = ["b.trace"] }\n'
+    )
+    sweep = load_sweep(tmp_path / "sweep.toml")
+    assert sweep.base["path"][0]["trace"] == str(tmp_path / "scen" / "a.trace")
+    (point,) = sweep.points
+    assert point.overrides["path.lte.trace_up"] == str(tmp_path / "b.trace")

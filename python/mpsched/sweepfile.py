@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ScenarioError
-from .scenario import load, read_source
+from .scenario import load, read_source, resolve_files
 from .units import UnitError, _split
 
 __all__ = [
@@ -123,6 +123,16 @@ def expand_paths(overrides: Mapping[str, Any], base: Mapping[str, Any]) -> dict[
                 out[f"path.{name}.{key[len('path.*.') :]}"] = value
         else:
             out[key] = value
+    return out
+
+
+def _resolve_traces(overrides: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """A trace file a sweep sets (``path.lte.trace``) is named relative to the sweep file."""
+    out = dict(overrides)
+    for key, value in out.items():
+        if key.endswith((".trace", ".trace_up")) and isinstance(value, str) and value:
+            if not Path(value).is_absolute():
+                out[key] = str(folder / value)
     return out
 
 
@@ -278,6 +288,7 @@ def load_sweep(target: str | os.PathLike[str]) -> Sweep:
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ScenarioError(f"{path}: cannot read: {exc}") from None
     if "sweep" not in raw:
+        resolve_files(raw, path.parent)
         load(raw)  # validate
         return Sweep(title=path.stem, base=raw, source=str(path), points=[Point("", "", {})])
     spec = raw["sweep"]
@@ -289,8 +300,11 @@ def load_sweep(target: str | os.PathLike[str]) -> Sweep:
     scenario = spec.get("scenario")
     if not isinstance(scenario, str):
         raise ScenarioError(f"{path}: sweep.scenario: required (a scenario file)")
-    base = read_source((path.parent / scenario).resolve())
-    common = expand_paths(spec.get("set") or {}, base)
+    scenario_file = (path.parent / scenario).resolve()
+    base = read_source(scenario_file)
+    # Trace files: the base scenario's from its folder, the sweep's own from the sweep's.
+    resolve_files(base, scenario_file.parent)
+    common = _resolve_traces(expand_paths(spec.get("set") or {}, base), path.parent)
     points: list[Point] = []
     groups = spec.get("group") or []
     if not isinstance(groups, list):
@@ -308,6 +322,8 @@ def load_sweep(target: str | os.PathLike[str]) -> Sweep:
         not isinstance(repetitions, int) or isinstance(repetitions, bool) or repetitions < 1
     ):
         raise ScenarioError(f"{path}: sweep.repetitions: an integer >= 1")
+    for p in points:
+        p.overrides = _resolve_traces(p.overrides, path.parent)
     for p in points:  # validate every point before running any
         load(base, {**common, **p.overrides}, label=f"point {p.name!r}:")
     return Sweep(

@@ -8,7 +8,7 @@ that starts with the offending field.
 """
 
 from .fields import MAX_FLOWS
-from .load import Source, default_scenario_text, load, read_source, validate
+from .load import Source, default_scenario_text, load, read_source, resolve_files, validate
 from .model import (
     CONGESTION_CONTROLS,
     LOSS_RECOVERIES,
@@ -19,6 +19,7 @@ from .model import (
     WORKLOAD_KINDS,
     Connection,
     FlowSpec,
+    LinkSpec,
     PathSpec,
     Scenario,
     ScheduleEntry,
@@ -38,6 +39,7 @@ __all__ = [
     "WORKLOAD_KINDS",
     "Connection",
     "FlowSpec",
+    "LinkSpec",
     "PathSpec",
     "Scenario",
     "ScheduleEntry",
@@ -50,6 +52,7 @@ __all__ = [
     "parse_set",
     "parse_value",
     "read_source",
+    "resolve_files",
     "to_native",
     "validate",
 ]

@@ -145,7 +145,7 @@ def read_source(source: Source) -> dict[str, Any]:
     )
 
 
-def _resolve_files(raw: dict[str, Any], folder: Path) -> None:
+def resolve_files(raw: dict[str, Any], folder: Path) -> None:
     """A path's or link's trace files named relative to the scenario file are read from its
     folder."""
     tables = [raw.get(key) for key in ("path", "link")]
@@ -171,7 +171,7 @@ def load(
     if isinstance(source, str | os.PathLike) and not (
         isinstance(source, str) and _looks_like_toml(source)
     ):
-        _resolve_files(raw, Path(source).parent)
+        resolve_files(raw, Path(source).parent)
     if overrides:
         raw = apply_overrides(raw, overrides, label)
     return validate(raw)
