@@ -163,9 +163,13 @@ pub struct LinkSpec {
     /// Mean loss rate: independent losses, or with `loss_burst` in bursts.
     pub loss: f64,
     pub queue: QueueSpec,
-    /// Standard deviation of the per-packet delay (normal; packets never overtake).
+    /// Standard deviation of the per-packet delay (normal; packets never overtake unless
+    /// `reorder`).
     #[serde(default)]
     pub jitter_ns: u64,
+    /// The jitter may reorder: each packet keeps its own delay draw (netem without a rate).
+    #[serde(default)]
+    pub reorder: bool,
     /// Mean length of a run of consecutive losses, in packets (Gilbert's model); unset:
     /// independent losses.
     #[serde(default)]
@@ -332,6 +336,7 @@ impl LinkSpec {
                 .map(|ms| Opportunities::from_millis(ms).expect("validated")),
             codel: self.codel.map(CodelSpec::config),
             fq_codel: self.fq_codel.map(CodelSpec::config),
+            reorder: self.reorder,
         }
     }
 
