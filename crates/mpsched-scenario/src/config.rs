@@ -105,6 +105,11 @@ pub enum RecoveryName {
     #[default]
     Linux,
     Classic,
+    /// Linux's with a reordering window that never widens (`net.ipv4.tcp_recovery = 3`): for
+    /// tests of the adaptation; not offered to scenario files.
+    #[doc(hidden)]
+    #[serde(rename = "linux-static-reo-wnd")]
+    LinuxStaticReoWnd,
 }
 
 impl RecoveryName {
@@ -112,6 +117,9 @@ impl RecoveryName {
         match self {
             RecoveryName::Linux => mpsched_core::subflow::tx::LossRecovery::Linux,
             RecoveryName::Classic => mpsched_core::subflow::tx::LossRecovery::Classic,
+            RecoveryName::LinuxStaticReoWnd => {
+                mpsched_core::subflow::tx::LossRecovery::LinuxStaticReoWnd
+            }
         }
     }
 }
