@@ -200,6 +200,14 @@ def test_jitter_of_each_direction() -> None:
     assert error(text, {"path.a.jitter": "-1ms"}).startswith("path[0].jitter ('a')")
 
 
+def test_reorder_reaches_both_directions_only_when_set() -> None:
+    text = MINIMAL + 'jitter = "3ms"\n'
+    path = to_native(load(text))["paths"][0]
+    assert "reorder" not in path["down"] and "reorder" not in path["up"]
+    path = to_native(load(text + "reorder = true\n"))["paths"][0]
+    assert path["down"]["reorder"] is True and path["up"]["reorder"] is True
+
+
 def test_one_way_delays_without_rtt() -> None:
     one = {"path": [{"name": "a", "rate": "1Mbps", "delay_down": "30ms"}]}
     path = to_native(load(one))["paths"][0]

@@ -1,7 +1,9 @@
 //! One direction of a path: random loss (independent or bursty, `loss`), a FIFO drop-tail queue, a serializer at the
 //! bottleneck rate, then a propagation delay line, optionally with a per-packet delay variation
-//! (netem's `delay D J distribution normal`) that never reorders: a packet drawn to arrive
-//! before the one ahead of it waits for it, as behind netem with a rate or a FIFO after it.
+//! (netem's `delay D J distribution normal`). By default it never reorders: a packet drawn to
+//! arrive before the one ahead of it waits for it, as behind netem with a rate or a FIFO after
+//! it. With `reorder` each packet keeps its own draw, so a later packet may overtake an earlier
+//! one (netem's `delay D J` without a rate); serialization stays in FIFO order.
 //!
 //! Sans-IO: `enqueue` takes a packet, `poll_at` tells when the next packet leaves the delay
 //! line, `poll_deliver` hands it over. Internally only the head of each stage matters, so a
@@ -47,6 +49,9 @@ pub struct LinkConfig {
     pub codel: Option<CodelConfig>,
     /// FQ-CoDel (RFC 8290) instead: a CoDel queue per flow, served by deficit round robin.
     pub fq_codel: Option<CodelConfig>,
+    /// Each packet arrives after its own propagation delay, even before a packet sent ahead of
+    /// it (netem's `delay D J` without a rate: the jitter reorders).
+    pub reorder: bool,
 }
 
 /// A normal deviate beyond this many standard deviations is cut (netem's tables end there).
@@ -99,12 +104,14 @@ pub struct Link<P: HasWireLen = Packet> {
     jitter: Dur,
     /// The shortest propagation delay a packet may draw (`delay` without jitter).
     min_delay: Dur,
+    /// A packet may overtake those ahead of it in the delay line.
+    reorder: bool,
     limit: QueueLimit,
     loss: Loss,
     rng: Rng,
-    /// Every packet in the link, in order: first those propagating (the delay line, with
-    /// their arrival times, non-decreasing: a link never reorders), from index `in_pipe` on
-    /// those waiting or in service. One deque, so that a packet is not moved from the queue
+    /// Every packet in the link: first those propagating (the delay line, with their arrival
+    /// times, non-decreasing: in arrival order, which is the sending order unless `reorder`),
+    /// from index `in_pipe` on those waiting or in service, in order. One deque, so that a packet is not moved from the queue
     /// to the delay line.
     packets: VecDeque<(Time, P)>,
     in_pipe: usize,
@@ -140,6 +147,7 @@ impl<P: HasWireLen> Link<P> {
             delay: cfg.delay,
             jitter: cfg.jitter,
             min_delay: Self::min_propagation(cfg.delay, cfg.jitter),
+            reorder: cfg.reorder,
             limit: cfg.queue,
             loss: Loss::new(cfg.loss),
             rng,
@@ -251,8 +259,15 @@ impl<P: HasWireLen> Link<P> {
             };
             let delay = self.propagation();
             let (arrival, pkt) = &mut self.packets[self.in_pipe];
-            *arrival = (done + delay).max(last);
+            if self.reorder {
+                *arrival = done + delay;
+            } else {
+                *arrival = (done + delay).max(last);
+            }
             self.queued_bytes -= pkt.wire_len() as u64;
+            if self.reorder {
+                self.sort_into_pipe(self.in_pipe);
+            }
             self.in_pipe += 1;
             self.aqm_at_head(done);
             self.fq_next(done);
@@ -260,6 +275,19 @@ impl<P: HasWireLen> Link<P> {
                 let len = next.wire_len();
                 self.head_done = self.departure(done, len);
             }
+        }
+    }
+
+    /// The packet at `i`, just out of the serializer, moves ahead of those in the delay line
+    /// that arrive after it (they are few: those within the jitter's spread), so the line
+    /// stays in arrival order and its front is the next to arrive. Equal arrivals keep their
+    /// sending order.
+    #[inline(never)]
+    fn sort_into_pipe(&mut self, mut i: usize) {
+        let arrival = self.packets[i].0;
+        while i > 0 && self.packets[i - 1].0 > arrival {
+            self.packets.swap(i - 1, i);
+            i -= 1;
         }
     }
 
@@ -384,7 +412,8 @@ impl<P: HasWireLen> Link<P> {
     }
 
     /// Changes the propagation delay of packets that leave the serializer from `now` on.
-    /// Packets never overtake each other: a shorter delay waits behind earlier packets.
+    /// Packets never overtake each other unless `reorder`: a shorter delay waits behind
+    /// earlier packets.
     pub fn set_delay(&mut self, now: Time, delay: Dur) {
         self.advance(now);
         self.delay = delay;
@@ -450,6 +479,7 @@ mod tests {
                 opportunities: None,
                 codel: None,
                 fq_codel: None,
+                reorder: false,
                 rate: Rate::mbps(30),
                 delay: Dur::from_millis(10),
                 queue,
@@ -554,6 +584,7 @@ mod tests {
             opportunities: None,
             codel: None,
             fq_codel: None,
+            reorder: false,
             rate: Rate::mbps(30),
             delay: Dur::from_millis(10),
             queue: QueueLimit::Bytes(4000),
@@ -579,20 +610,22 @@ mod tests {
         assert!(modelled.stats().queue_drops > 0 && modelled.stats().random_drops > 0);
     }
 
+    fn jitter_config(jitter: Dur) -> LinkConfig {
+        LinkConfig {
+            rate: Rate::mbps(30),
+            delay: Dur::from_millis(10),
+            queue: QueueLimit::Packets(1_000_000),
+            loss: LossModel::Bernoulli(0.0),
+            jitter,
+            opportunities: None,
+            codel: None,
+            fq_codel: None,
+            reorder: false,
+        }
+    }
+
     fn jitter_link(jitter: Dur) -> Link {
-        Link::new(
-            &LinkConfig {
-                rate: Rate::mbps(30),
-                delay: Dur::from_millis(10),
-                queue: QueueLimit::Packets(1_000_000),
-                loss: LossModel::Bernoulli(0.0),
-                jitter,
-                opportunities: None,
-                codel: None,
-                fq_codel: None,
-            },
-            Rng::new(1, 1),
-        )
+        Link::new(&jitter_config(jitter), Rng::new(1, 1))
     }
 
     #[test]
@@ -636,6 +669,113 @@ mod tests {
             .sum::<f64>()
             / got.len() as f64;
         assert!(mean > 10.0 + 2.0, "mean {mean} ms");
+    }
+
+    fn reordering_link(jitter: Dur) -> Link {
+        Link::new(
+            &LinkConfig {
+                reorder: true,
+                ..jitter_config(jitter)
+            },
+            Rng::new(1, 1),
+        )
+    }
+
+    /// The standard normal CDF (Abramowitz and Stegun 7.1.26 for erf, error below 1.5e-7).
+    fn phi(x: f64) -> f64 {
+        let z = x.abs() / std::f64::consts::SQRT_2;
+        let t = 1.0 / (1.0 + 0.327_591_1 * z);
+        let poly = t
+            * (0.254_829_592
+                + t * (-0.284_496_736
+                    + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
+        let erf = 1.0 - poly * (-z * z).exp();
+        if x >= 0.0 {
+            0.5 * (1.0 + erf)
+        } else {
+            0.5 * (1.0 - erf)
+        }
+    }
+
+    #[test]
+    fn reordering_jitter_overtakes_as_often_as_two_independent_normals_say() {
+        // Pairs of back-to-back packets, the pairs 50 ms apart: within a pair the second
+        // leaves the serializer 400 us after the first, and overtakes it when
+        // D2 + 400 us < D1, for D1, D2 independent N(10 ms, sigma):
+        // P = Phi(-gap / (sigma sqrt 2)).
+        let gap = 0.4;
+        for sigma_ms in [0.2, 0.4, 1.0] {
+            let mut l = reordering_link(Dur::from_micros((sigma_ms * 1000.0) as u64));
+            let n = 20_000u64;
+            let mut overtaken = 0u64;
+            for i in 0..n {
+                let sent = Time(i * 50_000_000);
+                l.enqueue(sent, pkt(2 * i, 1448)).unwrap();
+                l.enqueue(sent, pkt(2 * i + 1, 1448)).unwrap();
+                let got = drain(&mut l);
+                assert_eq!(got.len(), 2);
+                overtaken += u64::from(got[0].1 > got[1].1);
+            }
+            let p = phi(-gap / (sigma_ms * std::f64::consts::SQRT_2));
+            let measured = overtaken as f64 / n as f64;
+            // Four standard errors of a proportion over n pairs.
+            let tol = 4.0 * (p * (1.0 - p) / n as f64).sqrt();
+            assert!(
+                (measured - p).abs() < tol,
+                "sigma {sigma_ms} ms: {measured} overtaken, closed form {p} +- {tol}"
+            );
+        }
+    }
+
+    #[test]
+    fn reordering_jitter_keeps_each_packets_own_delay_on_a_busy_link() {
+        // The busy link of `jitter_never_reorders_a_busy_link`, reordering: many packets
+        // overtake, yet each arrives after exactly its own draw, so the mean delay stays at
+        // 10 ms instead of growing behind the slowest draws.
+        let mut l = reordering_link(Dur::from_millis(5));
+        for i in 0..5_000 {
+            l.enqueue(Time::ZERO, pkt(i, 1448)).unwrap();
+        }
+        let got = drain(&mut l);
+        assert_eq!(got.len(), 5_000);
+        let mut seqs: Vec<u64> = got.iter().map(|g| g.1).collect();
+        assert!(
+            got.windows(2).all(|w| w[0].0 <= w[1].0),
+            "delivered in arrival order"
+        );
+        let inversions = got.windows(2).filter(|w| w[0].1 > w[1].1).count();
+        assert!(inversions > 1_000, "{inversions} adjacent inversions");
+        seqs.sort_unstable();
+        assert!(
+            seqs.iter().copied().eq(0..5_000),
+            "each packet exactly once"
+        );
+        let mean = got
+            .iter()
+            .map(|&(t, seq)| (t - Time((seq + 1) * 400_000)).as_secs_f64() * 1e3)
+            .sum::<f64>()
+            / got.len() as f64;
+        // 5 ms / sqrt(5000) = 0.07 ms standard error.
+        assert!((mean - 10.0).abs() < 0.3, "mean {mean} ms");
+    }
+
+    #[test]
+    fn a_reordering_link_loses_its_delay_line_in_an_outage() {
+        let mut l = reordering_link(Dur::from_millis(5));
+        for i in 0..100 {
+            l.enqueue(Time::ZERO, pkt(i, 1448)).unwrap();
+        }
+        // 20 ms on: some delivered, most on the wire or queued.
+        let mut delivered = 0;
+        while let Some(t) = l.poll_at().filter(|&t| t <= Time(20_000_000)) {
+            while l.poll_deliver(t).is_some() {
+                delivered += 1;
+            }
+        }
+        let lost = l.set_up(Time(20_000_000), false);
+        assert_eq!(delivered + lost.len(), 100);
+        assert!(delivered > 0 && !lost.is_empty());
+        assert_eq!(l.poll_at(), None);
     }
 
     #[test]

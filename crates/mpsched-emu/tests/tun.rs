@@ -84,6 +84,7 @@ fn plan(down: bool, rate: Rate, delay: Dur, queue: QueueLimit) -> LinkPlan {
             opportunities: None,
             codel: None,
             fq_codel: None,
+            reorder: false,
         },
         stream: if down { 1 } else { 2 },
         changes: Vec::<LinkChange>::new(),

@@ -19,6 +19,7 @@ pub fn path(name: &str, rate_bps: u64, rtt_ns: u64, queue: QueueSpec, loss: f64)
         loss,
         queue,
         jitter_ns: 0,
+        reorder: false,
         loss_burst: None,
         gilbert_elliott: None,
         trace_ms: None,

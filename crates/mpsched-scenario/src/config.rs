@@ -118,6 +118,11 @@ pub enum RecoveryName {
     #[default]
     Linux,
     Classic,
+    /// Linux's with a reordering window that never widens (`net.ipv4.tcp_recovery = 3`): for
+    /// tests of the adaptation; not offered to scenario files.
+    #[doc(hidden)]
+    #[serde(rename = "linux-static-reo-wnd")]
+    LinuxStaticReoWnd,
 }
 
 impl RecoveryName {
@@ -125,6 +130,9 @@ impl RecoveryName {
         match self {
             RecoveryName::Linux => mpsched_core::subflow::tx::LossRecovery::Linux,
             RecoveryName::Classic => mpsched_core::subflow::tx::LossRecovery::Classic,
+            RecoveryName::LinuxStaticReoWnd => {
+                mpsched_core::subflow::tx::LossRecovery::LinuxStaticReoWnd
+            }
         }
     }
 }
@@ -181,9 +189,13 @@ pub struct LinkSpec {
     /// Mean loss rate: independent losses, or with `loss_burst` in bursts.
     pub loss: f64,
     pub queue: QueueSpec,
-    /// Standard deviation of the per-packet delay (normal; packets never overtake).
+    /// Standard deviation of the per-packet delay (normal; packets never overtake unless
+    /// `reorder`).
     #[serde(default)]
     pub jitter_ns: u64,
+    /// The jitter may reorder: each packet keeps its own delay draw (netem without a rate).
+    #[serde(default)]
+    pub reorder: bool,
     /// Mean length of a run of consecutive losses, in packets (Gilbert's model); unset:
     /// independent losses.
     #[serde(default)]
@@ -350,6 +362,7 @@ impl LinkSpec {
                 .map(|ms| Opportunities::from_millis(ms).expect("validated")),
             codel: self.codel.map(CodelSpec::config),
             fq_codel: self.fq_codel.map(CodelSpec::config),
+            reorder: self.reorder,
         }
     }
 

@@ -58,6 +58,7 @@ fn link(c: &mut Criterion) {
                 opportunities: None,
                 codel: None,
                 fq_codel: None,
+                reorder: false,
             },
             Rng::new(1, 1),
         );

@@ -40,6 +40,9 @@ pub struct Traces {
 pub struct RunOutput {
     pub summary: Summary,
     pub traces: Option<Traces>,
+    /// The main connection's subflows' sender counters, those the summary leaves out too
+    /// (D-SACKs, undos).
+    pub subflow_tx: Vec<mpsched_core::subflow::tx::SubflowTxStats>,
 }
 
 pub struct Simulation {
@@ -256,6 +259,7 @@ impl Simulation {
         self.finish_capture();
         let summary = self.summary(wall.elapsed().as_secs_f64());
         let main = &mut self.conns[0];
+        let subflow_tx = main.server.subflows().iter().map(|sf| sf.stats).collect();
         main.server.finish_trace();
         let scheduler = main.server.take_sched_samples();
         let traces = main.server.ack_trace.take().map(|acks| Traces {
@@ -264,7 +268,11 @@ impl Simulation {
             sent: main.server.sent_trace.take().unwrap_or_default(),
             delivery: main.client.trace.take().unwrap_or_default(),
         });
-        RunOutput { summary, traces }
+        RunOutput {
+            summary,
+            traces,
+            subflow_tx,
+        }
     }
 
     /// Runs to the end, sampling every subflow and the main connection every

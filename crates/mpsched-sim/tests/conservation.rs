@@ -82,6 +82,8 @@ fn random_scenario(case: u64) -> Config {
                     queue: random_queue(&mut r),
                     // A per-packet delay variation on a third of the paths.
                     jitter_ns: if r.chance(0.3) { rtt / 10 } else { 0 },
+                    // Half the links let that jitter (and a delay cut) reorder.
+                    reorder: r.chance(0.5),
                     loss_burst,
                     gilbert_elliott: None,
                     trace_ms: trace,
@@ -95,6 +97,8 @@ fn random_scenario(case: u64) -> Config {
                     loss: ack_loss,
                     queue: random_queue(&mut r),
                     jitter_ns: 0,
+                    // The ACKs' jitter comes from the schedule's changes.
+                    reorder: r.chance(0.3),
                     loss_burst: ack_loss_burst,
                     gilbert_elliott: None,
                     trace_ms: None,

@@ -267,6 +267,7 @@ fn random_scenario(scheduler: &str, case: u64) -> Config {
                 loss,
                 queue,
                 jitter_ns: 0,
+                reorder: false,
                 loss_burst: None,
                 gilbert_elliott: None,
                 trace_ms: None,

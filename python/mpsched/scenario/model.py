@@ -299,12 +299,16 @@ class LinkKeys(_Model):
     """Unset: `ack_loss` and `ack_loss_burst`. The four-parameter chain for ACKs."""
     jitter: NonNegativeDuration = "0s"  # type: ignore[assignment]
     """Standard deviation of each data packet's propagation delay (normal, cut at 4 sigma and at
-    zero, like netem's `delay D J distribution normal`); packets never overtake: one drawn to
-    arrive before the packet ahead waits for it (netem with a rate, or a FIFO behind it).
-    Reordering jitter is not modelled.
+    zero, like netem's `delay D J distribution normal`); unless `reorder`, packets never
+    overtake: one drawn to arrive before the packet ahead waits for it (netem with a rate, or
+    a FIFO behind it).
     """
     jitter_up: NonNegativeDuration = "0s"  # type: ignore[assignment]
     """The same for the ACK direction."""
+    reorder: Flag = False
+    """The jitter may reorder, both directions: each packet arrives after its own delay draw,
+    even before packets sent ahead of it (netem's `delay D J` without a rate); a delay cut in
+    the `schedule` lets later packets overtake too. Serialization at the rate stays in order."""
     trace: NonEmptyString | None = None
     """Unset: `rate`. A Mahimahi trace file of the data direction's delivery opportunities
     (one line per 1,504-byte opportunity, in ms, repeating); a relative path is read from the

@@ -25,6 +25,7 @@ def _link(
     loss: tuple[float, float | None, GilbertElliott | None],
     queue: QueueLimit,
     jitter: int,
+    reorder: bool,
 ) -> dict[str, Any]:
     mean, burst, chain = loss
     link: dict[str, Any] = {
@@ -39,6 +40,8 @@ def _link(
         link["loss_burst"] = burst
     if chain is not None:
         link["gilbert_elliott"] = chain.model_dump()
+    if reorder:
+        link["reorder"] = True
     return link
 
 
@@ -77,6 +80,7 @@ def _directions(path: LinkKeys, table: str) -> dict[str, Any]:
         (path.loss, path.loss_burst, path.gilbert_elliott),
         path.queue,
         path.jitter,
+        path.reorder,
     )
     up = _link(
         path.rate_up if path.rate_up is not None else rate,
@@ -84,6 +88,7 @@ def _directions(path: LinkKeys, table: str) -> dict[str, Any]:
         (path.ack_loss, path.ack_loss_burst, path.ack_gilbert_elliott),
         path.queue_up if path.queue_up is not None else path.queue,
         path.jitter_up,
+        path.reorder,
     )
     if path.aqm != "droptail":
         for link in (down, up):

@@ -134,6 +134,13 @@ pub trait CongestionControl {
     /// The subflow changed loss-recovery state (Linux's `set_state`).
     fn set_state(&mut self, _sf: usize, _st: &mut CcState, _state: CaState, _now: Time) {}
 
+    /// The window after a reduction proved spurious is undone (Linux's `undo_cwnd`): Reno,
+    /// CUBIC and the MPTCP couplings all use `tcp_reno_undo_cwnd`, the larger of the window
+    /// now and the one before the reduction (`prior_cwnd`).
+    fn undo_cwnd(&mut self, _sf: usize, st: &CcState, prior_cwnd: u32) -> u32 {
+        st.cwnd.max(prior_cwnd)
+    }
+
     /// Transmission starts again after the subflow was idle (Linux's CA_EVENT_TX_START).
     fn on_tx_start(&mut self, _sf: usize, _st: &mut CcState, _now: Time) {}
 }

@@ -62,6 +62,11 @@ impl DeliveryRate {
     }
 
     #[inline]
+    /// Linux `tp->delivered`: segments delivered so far.
+    pub fn delivered(&self) -> u64 {
+        self.delivered
+    }
+
     pub fn stamp(&self) -> Stamp {
         Stamp {
             delivered: self.delivered,

@@ -80,6 +80,10 @@ impl Scoreboard {
     pub fn lost_out(&self) -> u32 {
         self.lost_out
     }
+    #[inline]
+    pub fn retrans_out(&self) -> u32 {
+        self.retrans_out
+    }
     /// RFC 6675 pipe / Linux `tcp_packets_in_flight`.
     #[inline]
     pub fn in_flight(&self) -> u32 {
@@ -260,6 +264,16 @@ impl Scoreboard {
             }
             seq += 1;
         }
+    }
+
+    /// `tcp_undo_cwnd_reduction(sk, true)`: nothing is deemed lost any more (retransmissions
+    /// in flight stay counted as such).
+    pub fn unmark_lost(&mut self) {
+        for s in self.segs.iter_mut() {
+            s.lost = false;
+        }
+        self.lost_out = 0;
+        self.retransmit_hint = self.snd_nxt;
     }
 
     /// After a retransmission timeout (`tcp_enter_loss`): every segment not SACKed is lost,

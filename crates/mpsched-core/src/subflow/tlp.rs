@@ -72,6 +72,13 @@ impl Tlp {
         self.high_seq.is_some()
     }
 
+    /// A retransmitted probe is out: a D-SACK now most likely reports it (Linux
+    /// `FLAG_DSACK_TLP`).
+    #[inline]
+    pub fn retransmitted_probe_out(&self) -> bool {
+        self.high_seq.is_some() && self.retrans
+    }
+
     /// A probe went out with `snd_nxt` as it is now.
     pub fn start_episode(&mut self, snd_nxt: u64, retrans: bool) {
         self.high_seq = Some(snd_nxt);

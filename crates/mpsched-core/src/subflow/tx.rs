@@ -17,6 +17,13 @@
 //!   retrans_out` (Linux's `tcp_packets_in_flight`), and lost segments go out before new data
 //!   (NextSeg).
 //! - RFC 6937 Proportional Rate Reduction during recovery (Linux's `tcp_cwnd_reduction`).
+//! - RACK's reordering window adapts (RFC 8985 6.2 step 4, `tcp_rack_update_reo_wnd`) once
+//!   a delivery has revealed reordering (`tcp_check_sack_reordering`): each D-SACK widens it.
+//! - Undo of a spurious window reduction (`tcp_try_undo_dsack`, `tcp_try_undo_recovery`,
+//!   `tcp_try_undo_loss`): when every retransmission of the episode was reported duplicate
+//!   (D-SACK), or the ACK echoes a timestamp older than the first retransmission (Eifel,
+//!   `tcp_packet_delayed`), cwnd and ssthresh return to their values before it (not with
+//!   classic recovery). Not modelled: the partial undo (`tcp_try_undo_partial`) and F-RTO.
 //! - RFC 6298 retransmission timer with exponential backoff; after an RTO every outstanding
 //!   segment not SACKed is marked lost and cwnd = 1 (RFC 5681 3.1, Linux `tcp_enter_loss`).
 //! - RFC 7661-style cwnd validation as Linux's `tcp_is_cwnd_limited`: the window only grows
@@ -60,6 +67,13 @@ pub struct SubflowTxStats {
     pub tlp_probes: u64,
     pub tlp_recoveries: u64,
     pub penalizations: u64,
+    /// ACKs reporting a duplicate (Linux `TCPDSACKRecv`).
+    pub dsacks: u64,
+    /// Reductions undone because every retransmission was reported duplicate in recovery or
+    /// after it (`TCPDSACKUndo`), and those undone at the end of recovery or in loss
+    /// recovery (`TCPFullUndo`, `TCPLossUndo`).
+    pub dsack_undos: u64,
+    pub recovery_undos: u64,
 }
 
 /// What one ACK did to the subflow.
@@ -80,6 +94,9 @@ pub enum LossRecovery {
     Linux,
     /// RFC 6675 DupThresh (3 segments SACKed above a hole), no probes, RTO >= 1 s.
     Classic,
+    /// Linux's with `net.ipv4.tcp_recovery = 3` (`TCP_RACK_STATIC_REO_WND`): the reordering
+    /// window never widens on D-SACKs.
+    LinuxStaticReoWnd,
 }
 
 /// What the scoreboard learnt from one ACK, for the RTT, the delivery rate and recovery.
@@ -119,6 +136,22 @@ pub struct SubflowTx {
     /// RFC 7323 TS.Recent: the latest TSval of the peer's ACKs, echoed in data segments.
     peer_ts: Time,
     sndbuf: SendBuffer,
+    /// The highest SACKed segment's end (Linux `tcp_highest_sack_seq` while any is SACKed).
+    high_sacked: u64,
+    // Linux's undo state (`tcp_init_undo`): `snd_una` when the reduction began, and the
+    // retransmissions since not yet reported duplicate (negative: none sent yet).
+    undo_marker: Option<u64>,
+    undo_retrans: i64,
+    prior_cwnd: u32,
+    /// Zero: the reduction may not be undone (`tp->prior_ssthresh`).
+    prior_ssthresh: u32,
+    /// When the first retransmission of the episode went (`tp->retrans_stamp`).
+    retrans_stamp: Option<Time>,
+    /// The latest ACK's TSecr.
+    rcv_tsecr: Time,
+    /// Duplicates reported (`tp->dsack_dups`): more than retransmissions means a D-SACK
+    /// cannot be trusted (a middlebox's duplicate).
+    dsack_dups: u64,
     pub stats: SubflowTxStats,
 }
 
@@ -144,6 +177,14 @@ impl SubflowTx {
             last_penalized: None,
             peer_ts: Time::ZERO,
             sndbuf: SendBuffer::default(),
+            high_sacked: 0,
+            undo_marker: None,
+            undo_retrans: -1,
+            prior_cwnd: 0,
+            prior_ssthresh: 0,
+            retrans_stamp: None,
+            rcv_tsecr: Time::ZERO,
+            dsack_dups: 0,
             stats: SubflowTxStats::default(),
         }
     }
@@ -212,6 +253,10 @@ impl SubflowTx {
     }
     fn min_rtt(&self) -> Dur {
         self.rtt.min_rtt().unwrap_or(Dur::ZERO)
+    }
+    /// RACK's state (its reordering window's adaptation).
+    pub fn rack(&self) -> &Rack {
+        &self.rack
     }
     /// When `timer` fires, if armed.
     #[inline]
@@ -368,6 +413,9 @@ impl SubflowTx {
             let s = self.sb.at(seq);
             s.lost && !s.retrans && !s.sacked
         });
+        // `tcp_retransmit_skb` (a loss probe, `__tcp_retransmit_skb`, counts in neither).
+        self.retrans_stamp.get_or_insert(now);
+        self.undo_retrans = self.undo_retrans.max(0) + 1;
         self.resend(now, seq, cc)
     }
 
@@ -433,8 +481,16 @@ impl SubflowTx {
         all: &[CcState],
     ) -> AckOutcome {
         self.peer_ts = self.peer_ts.max(ack.ts_val);
+        self.rcv_tsecr = ack.ts_ecr;
+        if ack.dsack {
+            self.on_dsack();
+        }
         let d = self.take_deliveries(now, ack);
         self.rate.on_ack(now, d.delivered, d.rate_ref);
+        if self.recovery == LossRecovery::Linux {
+            self.rack
+                .update_reo_wnd(d.rate_ref.map(|r| r.delivered), self.rate.delivered());
+        }
         let out = AckOutcome {
             delivered: d.delivered,
             una_advanced: d.una_advanced,
@@ -448,6 +504,12 @@ impl SubflowTx {
         }
         if self.tlp.in_episode() {
             self.process_tlp_ack(now, ack, &out, cc, all);
+        }
+        // Linux `tcp_ack_is_dubious` -> `tcp_fastretrans_alert`'s undo checks.
+        let dubious =
+            !out.una_advanced || d.newly_sacked || ack.dsack || self.ca_state != CaState::Open;
+        if dubious && self.recovery != LossRecovery::Classic {
+            self.try_undo(now, out.una_advanced, cc);
         }
         // Linux `tcp_ack_is_dubious` -> `tcp_identify_packet_loss`.
         if d.newly_sacked || self.ca_state != CaState::Open || self.sb.lost_out() > 0 {
@@ -467,8 +529,18 @@ impl SubflowTx {
     fn take_deliveries(&mut self, now: Time, ack: &Ack) -> Deliveries {
         let mut d = Deliveries::default();
         let min_rtt = self.min_rtt();
+        // `tcp_check_sack_reordering`: a segment never retransmitted, delivered below the
+        // highest one SACKed before this ACK, was overtaken (or its SACK was lost).
+        let prior_fack = if self.sb.sacked_out() == 0 {
+            self.sb.snd_una()
+        } else {
+            self.high_sacked
+        };
+        let (mut reord_acked, mut reord_sacked) = (false, false);
+        let mut high_sacked = self.high_sacked;
         let (sb, rack) = (&mut self.sb, &mut self.rack);
         d.una_advanced = sb.ack_cumulative(ack.ack, |seq, s| {
+            reord_acked |= !s.ever_retrans && seq < prior_fack;
             rack.advance(now, s, seq, min_rtt);
             d.delivered += 1;
             if !s.ever_retrans && d.acked_rtt.is_none() {
@@ -479,6 +551,8 @@ impl SubflowTx {
             d.rate_ref = Some(s.stamp);
         });
         sb.sack(ack.sack_blocks(), |seq, s| {
+            reord_sacked |= !s.ever_retrans && seq < prior_fack;
+            high_sacked = high_sacked.max(seq + 1);
             rack.advance(now, s, seq, min_rtt);
             d.delivered += 1;
             d.newly_sacked = true;
@@ -490,7 +564,108 @@ impl SubflowTx {
             }
         });
         self.rack.on_cumulative_ack(self.sb.snd_una());
+        self.high_sacked = high_sacked;
+        // The SACK's test is skipped in loss recovery with nothing to undo
+        // (`tcp_sacktag_write_queue`).
+        let sack_counts = self.ca_state != CaState::Loss || self.undo_marker.is_some();
+        if reord_acked || (reord_sacked && sack_counts) {
+            self.rack.on_reordering();
+        }
         d
+    }
+
+    /// `tcp_check_dsack` / `tcp_dsack_seen`: a duplicate arrived. The D-SACK block is not
+    /// modelled, so every duplicate counts against the episode's retransmissions (Linux checks
+    /// the block lies above `undo_marker`, which the episode's retransmissions all do).
+    fn on_dsack(&mut self) {
+        self.stats.dsacks += 1;
+        self.dsack_dups += 1;
+        if self.dsack_dups > self.stats.retransmits {
+            return;
+        }
+        if self.recovery == LossRecovery::Linux {
+            self.rack.on_dsack(self.tlp.retransmitted_probe_out());
+        }
+        if self.undo_marker.is_some() && self.undo_retrans > 0 {
+            self.undo_retrans -= 1;
+        }
+    }
+
+    // ----- undo -----
+
+    /// `tcp_init_undo`, as a reduction begins: it may be undone while `undo_marker` holds.
+    fn init_undo(&mut self) {
+        self.undo_marker = Some(self.snd_una());
+        let r = self.sb.retrans_out();
+        self.undo_retrans = if r > 0 { i64::from(r) } else { -1 };
+    }
+
+    /// Linux `tcp_current_ssthresh` outside a reduction: what to restore on an undo.
+    fn current_ssthresh(&self) -> u32 {
+        let cwnd = self.cc.cwnd;
+        self.cc.ssthresh.max((cwnd >> 1) + (cwnd >> 2))
+    }
+
+    /// `tcp_packet_delayed`: the ACK echoes a timestamp (ms, Linux's TCP clock) from before
+    /// the first retransmission: an original, not a retransmission, was delivered (Eifel).
+    fn packet_delayed(&self) -> bool {
+        let ms = |t: Time| t.0 / 1_000_000;
+        self.retrans_stamp
+            .is_some_and(|rs| self.rcv_tsecr > Time::ZERO && ms(self.rcv_tsecr) < ms(rs))
+    }
+
+    /// `tcp_may_undo`.
+    fn may_undo(&self) -> bool {
+        self.undo_marker.is_some() && (self.undo_retrans == 0 || self.packet_delayed())
+    }
+
+    /// `tcp_undo_cwnd_reduction`: the window and ssthresh of before the reduction.
+    fn undo_cwnd_reduction(&mut self, unmark_loss: bool, cc: &mut dyn CongestionControl) {
+        if unmark_loss {
+            self.sb.unmark_lost();
+            self.rack.rescan(self.snd_una());
+        }
+        if self.prior_ssthresh > 0 {
+            let snap = self.cc_snapshot();
+            self.cc.cwnd = cc
+                .undo_cwnd(self.id as usize, &snap, self.prior_cwnd)
+                .max(1);
+            if self.prior_ssthresh > self.cc.ssthresh {
+                self.cc.ssthresh = self.prior_ssthresh;
+            }
+        }
+        self.undo_marker = None;
+        self.rack.set_advanced();
+    }
+
+    /// `tcp_fastretrans_alert`'s undos on a dubious ACK: every retransmission of the episode
+    /// reported duplicate (`tcp_try_undo_dsack`, in recovery or after it), or in loss
+    /// recovery an ACK proving the timeout spurious (`tcp_try_undo_loss`).
+    fn try_undo(&mut self, now: Time, una_advanced: bool, cc: &mut dyn CongestionControl) {
+        match self.ca_state {
+            CaState::Open | CaState::Recovery => {
+                if self.ca_state == CaState::Open {
+                    self.retrans_stamp = None;
+                }
+                if self.undo_marker.is_some() && self.undo_retrans == 0 {
+                    if self.recovery == LossRecovery::Linux {
+                        self.rack.on_dsack_undo();
+                    }
+                    self.undo_cwnd_reduction(false, cc);
+                    self.stats.dsack_undos += 1;
+                    if self.ca_state == CaState::Recovery {
+                        self.set_ca_state(CaState::Open, now, cc);
+                    }
+                }
+            }
+            CaState::Loss => {
+                if una_advanced && self.may_undo() {
+                    self.undo_cwnd_reduction(true, cc);
+                    self.stats.recovery_undos += 1;
+                    self.set_ca_state(CaState::Open, now, cc);
+                }
+            }
+        }
     }
 
     /// RFC 6298 (2), with timestamps (RFC 7323 4) when no clean sample exists; the
@@ -541,7 +716,7 @@ impl SubflowTx {
     }
 
     fn rack_detect_loss(&mut self, now: Time) -> Option<Dur> {
-        let reo_wnd = Rack::reo_wnd(
+        let reo_wnd = self.rack.reo_wnd(
             self.ca_state == CaState::Open,
             self.sb.sacked_out(),
             self.min_rtt(),
@@ -660,14 +835,23 @@ impl SubflowTx {
         // Leaving recovery or loss once the RecoveryPoint is ACKed (RFC 6675 (4.1) / 5.1).
         match self.ca_state {
             CaState::Recovery if self.snd_una() >= self.recover => {
-                // Linux `tcp_end_cwnd_reduction`.
-                if self.cc.ssthresh < INFINITE_SSTHRESH {
-                    self.cc.cwnd = self.cc.ssthresh;
+                if self.recovery != LossRecovery::Classic && self.may_undo() {
+                    // `tcp_try_undo_recovery`: the reduction was spurious.
+                    self.undo_cwnd_reduction(false, cc);
+                    self.stats.recovery_undos += 1;
+                } else {
+                    self.rack.on_recovery_end();
+                    // Linux `tcp_end_cwnd_reduction`.
+                    if self.cc.ssthresh < INFINITE_SSTHRESH {
+                        self.cc.cwnd = self.cc.ssthresh;
+                    }
+                    self.cc.cwnd_cnt = 0;
                 }
-                self.cc.cwnd_cnt = 0;
                 self.set_ca_state(CaState::Open, now, cc);
             }
             CaState::Loss if self.snd_una() >= self.recover => {
+                // `tcp_try_undo_recovery` (the undo itself was tried in `try_undo`).
+                self.rack.on_recovery_end();
                 self.set_ca_state(CaState::Open, now, cc);
             }
             _ => {}
@@ -676,6 +860,10 @@ impl SubflowTx {
         if self.ca_state == CaState::Open && self.sb.lost_out() > 0 {
             // RFC 6675 (4): enter fast recovery; RFC 5681 (4) via the CC's ssthresh.
             self.recover = self.snd_nxt();
+            // `tcp_enter_recovery`: what an undo would restore.
+            self.init_undo();
+            self.prior_ssthresh = self.current_ssthresh();
+            self.prior_cwnd = self.cc.cwnd;
             let snap = self.cc_snapshot();
             self.cc.ssthresh = cc.ssthresh(self.id as usize, &snap, now, all);
             self.prr.start(self.cc.cwnd);
@@ -713,6 +901,10 @@ impl SubflowTx {
     pub fn on_rto(&mut self, now: Time, cc: &mut dyn CongestionControl, all: &[CcState]) {
         self.stats.rtos += 1;
         if self.ca_state == CaState::Open {
+            // `tcp_enter_loss`: what an undo would restore.
+            self.prior_ssthresh = self.current_ssthresh();
+            self.prior_cwnd = self.cc.cwnd;
+            self.init_undo();
             let snap = self.cc_snapshot();
             self.cc.ssthresh = cc.ssthresh(self.id as usize, &snap, now, all);
         }

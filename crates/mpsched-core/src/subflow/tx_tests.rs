@@ -332,3 +332,68 @@ fn a_probe_reported_as_a_duplicate_is_no_loss_even_when_the_ack_moves_on() {
         assert_eq!(sf.cwnd() >= cwnd, dsack, "dsack {dsack}");
     }
 }
+
+/// Segment 0 is taken for lost (3 SACKed above it, RACK), retransmitted, and the original
+/// then arrives after all: the ACK up to 4, then the retransmission's duplicate.
+fn spurious_recovery() -> (SubflowTx, Reno) {
+    let (mut sf, mut cc) = sent(10);
+    sf.cwnd_validate(true);
+    let t = Time(100_000_000);
+    sf.on_ack(t, &ack(0, &[(1, 4)]), &mut cc, &[]);
+    assert_eq!((sf.ca_state(), sf.cc.ssthresh), (CaState::Recovery, 5));
+    sf.transmit_retransmit(t, 0, &mut cc);
+    (sf, cc)
+}
+
+#[test]
+fn a_recovery_whose_every_retransmission_is_dsacked_is_undone() {
+    // Linux `tcp_try_undo_dsack`: cwnd back to max(cwnd, prior_cwnd), ssthresh to what it
+    // was (here still infinite: slow start), recovery over.
+    let (mut sf, mut cc) = spurious_recovery();
+    sf.on_ack(Time(101_000_000), &ack(4, &[]), &mut cc, &[]);
+    assert_eq!(sf.ca_state(), CaState::Recovery);
+    assert!(sf.cwnd() < 10);
+    let mut dup = ack(4, &[]);
+    dup.dsack = true;
+    sf.on_ack(Time(102_000_000), &dup, &mut cc, &[]);
+    assert_eq!(sf.ca_state(), CaState::Open);
+    assert_eq!((sf.cwnd(), sf.cc.ssthresh), (10, INFINITE_SSTHRESH));
+    assert_eq!((sf.stats.dsacks, sf.stats.dsack_undos), (1, 1));
+    // Segment 0 had been retransmitted when it was ACKed: its delivery below the SACKed
+    // ones says nothing of reordering (Linux skips `TCPCB_RETRANS` segments).
+    assert_eq!(sf.rack().reord_seen, 0);
+}
+
+#[test]
+fn without_a_dsack_the_reduction_stands_unless_the_ack_echoes_the_original() {
+    // No D-SACK, the ACK echoing the retransmission's timestamp: the reduction stands.
+    let (mut sf, mut cc) = spurious_recovery();
+    let mut a = ack(10, &[]);
+    a.ts_ecr = Time(100_000_000);
+    sf.on_ack(Time(200_000_000), &a, &mut cc, &[]);
+    assert_eq!((sf.ca_state(), sf.cc.ssthresh), (CaState::Open, 5));
+    assert_eq!(sf.stats.recovery_undos, 0);
+    // Echoing the original's (sent at 0 ms, before the retransmission at 100 ms): Eifel's
+    // proof the original arrived, `tcp_try_undo_recovery` undoes it.
+    let (mut sf, mut cc) = spurious_recovery();
+    let mut a = ack(10, &[]);
+    a.ts_ecr = Time(1);
+    sf.on_ack(Time(200_000_000), &a, &mut cc, &[]);
+    assert_eq!(sf.ca_state(), CaState::Open);
+    assert_eq!(sf.cc.ssthresh, INFINITE_SSTHRESH);
+    assert!(sf.cwnd() >= 10);
+    assert_eq!(sf.stats.recovery_undos, 1);
+}
+
+#[test]
+fn a_never_retransmitted_segment_acked_below_a_sacked_one_is_reordering() {
+    let (mut sf, mut cc) = sent(10);
+    sf.on_ack(Time(100_000_000), &ack(0, &[(2, 3)]), &mut cc, &[]);
+    assert_eq!(sf.rack().reord_seen, 0);
+    // Segments 0 and 1 come after 2: delivered below the highest SACKed, never resent.
+    sf.on_ack(Time(101_000_000), &ack(3, &[]), &mut cc, &[]);
+    assert_eq!(sf.rack().reord_seen, 1);
+    // In order from there on: nothing more.
+    sf.on_ack(Time(102_000_000), &ack(5, &[]), &mut cc, &[]);
+    assert_eq!(sf.rack().reord_seen, 1);
+}
