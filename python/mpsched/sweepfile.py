@@ -130,9 +130,9 @@ def _resolve_traces(overrides: dict[str, Any], folder: Path) -> dict[str, Any]:
     """A trace file a sweep sets (``path.lte.trace``) is named relative to the sweep file."""
     out = dict(overrides)
     for key, value in out.items():
-        if key.endswith((".trace", ".trace_up")) and isinstance(value, str) and value:
-            if not Path(value).is_absolute():
-                out[key] = str(folder / value)
+        traced = key.endswith((".trace", ".trace_up")) and isinstance(value, str) and value
+        if traced and not Path(value).is_absolute():
+            out[key] = str(folder / value)
     return out
 
 

@@ -172,6 +172,7 @@ fn random_scenario(case: u64) -> Config {
                 loss,
                 queue,
                 jitter_ns: 0,
+                reorder: false,
                 loss_burst: None,
                 gilbert_elliott: None,
                 trace_ms: None,
