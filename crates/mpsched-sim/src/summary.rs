@@ -93,6 +93,11 @@ described_struct! {
         reinjections: u64 = ["", "reinjections after a subflow's timeout, all subflows"],
         penalizations: u64 = ["", "penalizations, all subflows"],
         window_probes: u64 = ["", "zero-window probes sent"],
+        longest_stall_ms: f64 = ["ms",
+            "longest time the application received nothing in order, between its first byte \
+             and its last (or the run's end while still transferring): a handover's or an \
+             outage's stall (a rate-limited application's own pauses count too)"],
+        longest_stall_at_s: f64 = ["s", "when the longest stall began"],
         peak_reorder_bytes: u64 = ["byte",
             "largest connection-level out-of-order queue at the client"],
         /// Time-weighted mean of the connection-level reorder queue (OTIAS Fig. 5).
@@ -256,6 +261,9 @@ pub fn build(
     let mbps = |bytes: u64| bytes as f64 * 8.0 / duration_s / 1e6;
     let ooo = &client.stats.ooo_delay_ns;
     let steps = &server.stats.data_ack_steps;
+    let (stall, stall_from) = client
+        .stats
+        .longest_stall(end, client.complete_at().is_none());
     let subflows: Vec<SubflowSummary> = server
         .subflows()
         .iter()
@@ -352,6 +360,8 @@ pub fn build(
         reinjections: server.stats.reinjections,
         penalizations: subflows.iter().map(|s| s.penalizations).sum(),
         window_probes: server.stats.window_probes,
+        longest_stall_ms: stall.as_secs_f64() * 1e3,
+        longest_stall_at_s: stall_from.as_secs_f64(),
         peak_reorder_bytes: client.stats.peak_held_bytes,
         mean_reorder_bytes: client.stats.mean_reorder_bytes(end),
         data_packets: subflows.iter().map(|s| s.packets_sent).sum(),

@@ -184,3 +184,38 @@ fn a_backup_path_carries_data_only_while_the_regular_one_is_down() {
         );
     }
 }
+
+/// The longest stall of in-order delivery: a TCP flow over WiFi alone stalls from the failure
+/// at 5 s until the first firing of its backed-off RTO after the return at 10 s: with the RTO
+/// doubling at each firing, the k-th comes RTO x (2^k - 1) after the last delivery; the first
+/// after 10 s is the fifth (RTO 0.2 s + srtt), so the stall is 31 RTOs and one RTT. The
+/// summary's figure is the delivery trace's own largest gap.
+#[test]
+fn the_longest_stall_is_the_outage_until_the_backed_off_timer_fires() {
+    let mut c = wifi_outage("default", StackName::Upstream);
+    c.protocol = mpsched_sim::config::Protocol::Tcp;
+    let out = Simulation::new(c, true).unwrap().run();
+    let s = &out.summary;
+    let d = &out.traces.as_ref().unwrap().delivery;
+    let (gap, from) = d
+        .delivered_ns
+        .windows(2)
+        .map(|w| (w[1] - w[0], w[0]))
+        .max()
+        .unwrap();
+    assert!((s.longest_stall_ms - gap as f64 / 1e6).abs() < 1e-6, "{s:?}");
+    assert!((s.longest_stall_at_s - from as f64 / 1e9).abs() < 1e-9);
+    let start = s.longest_stall_at_s;
+    assert!((4.9..5.0).contains(&start), "{start}");
+    let rtt = s.subflows[0].min_rtt_ms / 1e3;
+    let rto = (s.longest_stall_ms / 1e3 - rtt) / 31.0;
+    assert!((0.2 + rtt..0.35).contains(&rto), "RTO {rto}");
+    // The fourth firing came while the path was down, the fifth after it returned.
+    assert!(start + 15.0 * rto < 10.0 && start + 31.0 * rto >= 10.0, "{start} {rto}");
+    // MPTCP over both paths: LTE carries on, on the out-of-tree stack within a second.
+    let s = Simulation::new(wifi_outage("default", StackName::OutOfTree), false)
+        .unwrap()
+        .run()
+        .summary;
+    assert!(s.longest_stall_ms < 1000.0, "{}", s.longest_stall_ms);
+}

@@ -135,6 +135,7 @@ _SHOWN = frozenset(
         "reinjections", "opportunistic_retransmits", "penalizations", "block_delay_ms",
         "blocks_delivered", "block_delay_increase", "flows", "mean_flow_completion_s",
         "unfinished_flows", "events", "wall_s", "subflows", "interrupted_at_s",
+        "longest_stall_ms", "longest_stall_at_s",
     }
 )  # fmt: skip
 _LEFT_TO_JSON = frozenset(
@@ -191,6 +192,12 @@ def print_summary(result: Result, console: Console) -> None:
         f"completion{main}", endless if completion is None else _num(completion, ",.3f", " s")
     )
     head.add_row("OOO delay", _stats(s.get("ooo_delay_ms"), ("mean", "p50", "p99", "max"), " ms"))
+    if s.get("longest_stall_ms") is not None:
+        head.add_row(
+            "longest stall",
+            f"{_num(s.get('longest_stall_ms'), ',.1f', ' ms')} "
+            f"from {_num(s.get('longest_stall_at_s'), ',.3f', ' s')}",
+        )
     head.add_row(
         "DATA_ACK step",
         _stats(s.get("data_ack_step_segments"), ("mean", "p99", "max"), " seg"),

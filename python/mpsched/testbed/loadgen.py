@@ -389,6 +389,8 @@ def receive(args: argparse.Namespace) -> dict[str, Any]:
     timeline: list[tuple[float, int]] = []
     next_sample = args.epoch + args.sample
     closed = False
+    last_read: int | None = None
+    stall = (0, 0)  # (ns, when it began)
     while (now := time.monotonic_ns()) < deadline:
         if now >= next_sample:
             timeline.append((round((now - args.epoch) / 1e9, 4), received))
@@ -408,9 +410,16 @@ def receive(args: argparse.Namespace) -> dict[str, Any]:
             closed = True
             break
         received += n
+        # The longest time the application read nothing: a failure's stall.
+        read_at = time.monotonic_ns()
+        if last_read is not None and read_at - last_read > stall[0]:
+            stall = (read_at - last_read, last_read)
+        last_read = read_at
         if total is not None and received >= total:
             completion = (time.monotonic_ns() - args.epoch) / 1e9
             break
+    if completion is None and last_read is not None and deadline - last_read > stall[0]:
+        stall = (deadline - last_read, last_read)  # still waiting at the end
     stats = None
     if not closed and error is None:
         try:
@@ -431,6 +440,8 @@ def receive(args: argparse.Namespace) -> dict[str, Any]:
         "bytes_received": received,
         "completion_s": completion,
         "timeline": timeline,
+        "longest_stall_s": stall[0] / 1e9,
+        "longest_stall_at_s": (stall[1] - args.epoch) / 1e9 if last_read is not None else None,
         "error": error,
         **(stats or {"mptcp": None, "subflows": []}),
     }

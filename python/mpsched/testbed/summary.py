@@ -156,6 +156,8 @@ def summarize(
             "bytes_delivered": delivered,
             "duration_s": end,
             "completion_s": completion,
+            "longest_stall_ms": _ms(client.get("longest_stall_s")),
+            "longest_stall_at_s": client.get("longest_stall_at_s"),
             # One connection: its own completion and goodput (the simulator's per-flow means).
             "mean_flow_completion_s": completion,
             "mean_flow_goodput_mbps": delivered * 8 / end / 1e6,
@@ -205,6 +207,10 @@ def summarize(
             },
         }
     )
+
+
+def _ms(seconds: Any) -> float | None:
+    return seconds * 1e3 if isinstance(seconds, int | float) else None
 
 
 def _opt_sum(counters: Mapping[str, int], *keys: str) -> int | None:

@@ -20,7 +20,7 @@ use crate::conn::Stack;
 use crate::packet::{Ack, Packet, Payload, SackBlock, MAX_SACK_BLOCKS};
 use crate::subflow::rx::{AckNeed, RxSeg};
 use crate::subflow::SubflowRx;
-use crate::time::Time;
+use crate::time::{Dur, Time};
 use crate::trace::DeliveryTrace;
 use crate::units::{wire, Bytes};
 use std::collections::VecDeque;
@@ -72,9 +72,36 @@ pub struct ReceiverStats {
     pub reorder_area: u128,
     pub reorder_since: Time,
     pub reorder_now: u64,
+    /// When the application last received bytes in order (`None`: never yet).
+    pub last_delivery: Option<Time>,
+    /// The longest time between two in-order deliveries to the application, and when it
+    /// began: how long a handover or an outage stalled the stream.
+    pub longest_stall: Dur,
+    pub longest_stall_from: Time,
 }
 
 impl ReceiverStats {
+    /// The longest stall of in-order delivery up to `end`, with when it began; the time since
+    /// the last delivery counts when `open` (the transfer was still going at `end`).
+    pub fn longest_stall(&self, end: Time, open: bool) -> (Dur, Time) {
+        match self.last_delivery {
+            Some(last) if open && end > last && end - last > self.longest_stall => {
+                (end - last, last)
+            }
+            _ => (self.longest_stall, self.longest_stall_from),
+        }
+    }
+
+    fn delivered_at(&mut self, now: Time) {
+        if let Some(last) = self.last_delivery {
+            if now - last > self.longest_stall {
+                self.longest_stall = now - last;
+                self.longest_stall_from = last;
+            }
+        }
+        self.last_delivery = Some(now);
+    }
+
     /// Time-weighted mean size of the connection-level reorder queue over [0, end].
     pub fn mean_reorder_bytes(&self, end: Time) -> f64 {
         if end == Time::ZERO {
@@ -306,6 +333,7 @@ impl Receiver {
         self.data_rcv_nxt += 1;
         self.window.on_read(now, h.len as u64);
         self.stats.delivered_bytes += h.len as u64;
+        self.stats.delivered_at(now);
         self.stats.delivered_by_subflow[h.subflow as usize] += h.len as u64;
         self.stats.ooo_delay_ns.record((now - h.arrival).as_nanos());
         if let Some(t) = self.trace.as_mut() {
