@@ -487,6 +487,9 @@ def test_the_shipped_traces_are_what_the_generator_writes(tmp_path: Path) -> Non
     assert mahimahi.main([str(tmp_path)]) == 0
     for name in mahimahi.SHIPPED:
         assert (tmp_path / name).read_text() == (SCENARIOS / "traces" / name).read_text(), name
+    # The built-in experiments ship their own copy.
+    shipped = ROOT / "python" / "mpsched" / "experiments" / "traces" / "lte-steps.trace"
+    assert shipped.read_text() == (tmp_path / "lte-steps.trace").read_text()
     # The constant trace is 12.032 Mbit/s; the stepped one averages its four steps.
     assert mahimahi.mean_rate_bps(mahimahi.read(tmp_path / "constant-12mbps.trace")) == 12_032_000
     steps = mahimahi.mean_rate_bps(mahimahi.read(tmp_path / "lte-steps.trace"))
