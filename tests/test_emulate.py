@@ -392,6 +392,31 @@ def test_a_backup_path_waits_for_the_regular_one_to_fail_on_the_kernel_too() -> 
 
 
 @needs_mptcp
+def test_a_gone_address_closes_its_subflow_and_its_return_joins_a_new_one() -> None:
+    # LTE opens the connection; Wi-Fi's endpoint is deleted at 2 s and added back at 5 s: the
+    # kernel closes the subflow (its FIN is lost on the dead link), LTE carries on, and the
+    # path manager joins a new Wi-Fi subflow at once.
+    scenario = load(
+        ROOT / "scenarios" / "stms-lab.toml",
+        {"duration": "8s", "connection.paths": ["lte", "wifi"], "connection.scheduler": "default"},
+    )
+    config = to_native(scenario)
+    config["paths"][1]["schedule"] = [
+        {"at_ns": 2_000_000_000, "present": False},
+        {"at_ns": 5_000_000_000, "up": True, "present": True},
+    ]
+    summary = emulate(config)
+    changes = summary["kernel"]["address_changes"]
+    assert [(c["path"], c["present"]) for c in changes] == [(1, False), (1, True)], changes
+    assert all("error" not in c and c["applied_s"] - c["at_s"] < 0.1 for c in changes), changes
+    # LTE took over: no stall of a timeout's length.
+    assert summary["longest_stall_ms"] < 1000, summary["longest_stall_ms"]
+    # The subflow the kernel lists at the end on Wi-Fi is the new one: it carried the last 3 s.
+    wifi = next(s for s in summary["subflows"] if s["name"] == "wifi")
+    assert wifi["bytes_sent"] > 5e6, wifi
+
+
+@needs_mptcp
 def test_mptcp_run_has_the_simulator_summary_keys() -> None:
     config = to_native(load(ROOT / "scenarios" / "stms-lab.toml", {"duration": "4s"}))
     config["scheduler"] = "default"

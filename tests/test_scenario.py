@@ -573,3 +573,52 @@ def test_bad_shared_links_name_the_link() -> None:
     no_rtt = {**SHARED, "link": [{"name": "dsl", "rate": "20Mbps"}]}
     with pytest.raises(ScenarioError, match=r"link\[0\]\.rtt \('dsl'\): required"):
         load(no_rtt)
+
+
+def test_a_gone_address_and_its_return_are_native_present_changes() -> None:
+    raw = {
+        "path": [
+            {"name": "wifi", "rate": "10Mbps", "rtt": "20ms"},
+            {
+                "name": "lte",
+                "rate": "10Mbps",
+                "rtt": "60ms",
+                "schedule": [
+                    {"at": "8s", "state": "up"},
+                    {"at": "2s", "state": "gone"},
+                    {"at": "0s", "state": "down"},
+                    {"at": "1s", "state": "up"},
+                ],
+            },
+        ]
+    }
+    changes = to_native(load(raw))["paths"][1]["schedule"]
+    states = [(c["at_ns"] // 10**9, c.get("up"), c.get("present")) for c in changes]
+    # `up` after `down` only restores the link; after `gone` the address too.
+    assert states == [(0, False, None), (1, True, None), (2, None, False), (8, True, True)]
+
+
+@pytest.mark.parametrize(
+    ("first", "lte", "message"),
+    [
+        (
+            [{"at": "0s", "state": "gone"}],
+            [],
+            "path[0].schedule[0].state ('wifi'): the connection opens on its first path",
+        ),
+        ([], [{"at": "1s", "state": "gone"}, {"at": "2s", "state": "gone"}], "already gone"),
+        ([], [{"at": "1s", "state": "gone"}, {"at": "2s", "state": "down"}], "`up` brings it"),
+    ],
+)
+def test_bad_address_changes_name_the_entry(
+    first: list[dict[str, str]], lte: list[dict[str, str]], message: str
+) -> None:
+    raw = {
+        "path": [
+            {"name": "wifi", "rate": "10Mbps", "rtt": "20ms", "schedule": first},
+            {"name": "lte", "rate": "10Mbps", "rtt": "60ms", "schedule": lte},
+        ]
+    }
+    with pytest.raises(ScenarioError) as err:
+        load(raw)
+    assert message in str(err.value)

@@ -70,6 +70,10 @@ pub enum Payload {
 pub struct Packet {
     /// Index of the subflow (and so of the path) this packet belongs to.
     pub subflow: u8,
+    /// Which incarnation of that subflow: a subflow closed (its address removed) and opened
+    /// again on the same path is a new TCP connection, and its packets must not be taken
+    /// for the old one's (nor the old one's, still on the wire, for its own).
+    pub gen: u8,
     /// Bytes on the wire (headers included); what the links serialize.
     pub wire_len: u32,
     pub payload: Payload,
@@ -79,15 +83,23 @@ impl Packet {
     pub fn data(subflow: u8, seg: DataSeg, mptcp: bool) -> Packet {
         Packet {
             subflow,
+            gen: 0,
             wire_len: seg.len + wire::data_header(mptcp),
             payload: Payload::Data(seg),
         }
+    }
+
+    /// The packet, of incarnation `gen` of its subflow.
+    pub fn of_gen(mut self, gen: u8) -> Packet {
+        self.gen = gen;
+        self
     }
 
     pub fn ack(subflow: u8, ack: Ack, mptcp: bool) -> Packet {
         let dss = if mptcp { wire::DSS_DATA_ACK } else { 0 };
         Packet {
             subflow,
+            gen: 0,
             wire_len: wire::ACK + wire::sack_option(ack.sack_len as usize) + dss,
             payload: Payload::Ack(ack),
         }

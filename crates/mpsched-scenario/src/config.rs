@@ -277,6 +277,11 @@ pub struct Change {
     /// included) or comes back (true).
     #[serde(default)]
     pub up: Option<bool>,
+    /// The client's address on this path goes away (false: its interface is gone, MPTCP
+    /// closes the subflow and REMOVE_ADDR tells the peer; the link loses everything as when
+    /// down) or comes back (true: up again, and a new subflow joins with MP_JOIN).
+    #[serde(default)]
+    pub present: Option<bool>,
 }
 
 /// Scheduler parameters as the schedulers take them; `owner` names the table in errors.
@@ -547,6 +552,13 @@ impl Config {
             for (k, c) in p.schedule.iter().enumerate() {
                 if c.rate_bps == Some(0) {
                     return Err(format!("paths[{i}].schedule[{k}].rate_bps: must be > 0"));
+                }
+                if let (Some(up), Some(present)) = (c.up, c.present) {
+                    if up != present {
+                        return Err(format!(
+                            "paths[{i}].schedule[{k}].present: {present} contradicts up = {up}"
+                        ));
+                    }
                 }
                 let traced = p.down.trace_ms.is_some() || p.up.trace_ms.is_some();
                 if c.rate_bps.is_some() && traced {

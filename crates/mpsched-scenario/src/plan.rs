@@ -31,6 +31,9 @@ pub struct PathChange {
     pub path: usize,
     pub down: LinkChange,
     pub up: LinkChange,
+    /// The client's address on the path goes away (false) or comes back (true): subflows
+    /// close and join again (`Change::present`); the links go down and up with it.
+    pub present: Option<bool>,
 }
 
 /// One direction of one path's own link, or of a shared link, ready to build.
@@ -93,6 +96,8 @@ impl Config {
             .map(|(path, c)| {
                 let rate = c.rate_bps.map(Rate::bps);
                 let at = Dur(c.at_ns);
+                // An address that goes away takes its link down with it.
+                let up = c.up.or(c.present);
                 PathChange {
                     at,
                     path,
@@ -101,15 +106,16 @@ impl Config {
                         rate,
                         delay: c.delay_down_ns.map(Dur),
                         jitter: c.jitter_down_ns.map(Dur),
-                        up: c.up,
+                        up,
                     },
                     up: LinkChange {
                         at,
                         rate,
                         delay: c.delay_up_ns.map(Dur),
                         jitter: c.jitter_up_ns.map(Dur),
-                        up: c.up,
+                        up,
                     },
+                    present: c.present,
                 }
             })
             .collect();

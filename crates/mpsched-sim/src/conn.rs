@@ -76,6 +76,8 @@ pub struct Conn {
     /// Whether it transfers a file.
     pub file: bool,
     pub drops: Vec<Drops>,
+    /// Subflows that joined again after their address came back.
+    pub rejoins: u32,
     started: bool,
     pub(crate) done: bool,
     /// A competing flow before its SYN: built for idle paths, to be built again.
@@ -97,14 +99,7 @@ impl Conn {
         // Handshake timing from the paths as they are when the SYN leaves: their delays and
         // rates, and the queues a SYN and a SYN-ACK wait behind (none on idle paths), on
         // every link of the route.
-        let one_way = |p: usize, data: bool| {
-            (net.routes[p].links(data).iter())
-                .map(|&l| {
-                    let l = &net.links[l];
-                    l.delay() + l.rate().tx_time(SYN_BYTES) + l.rate().tx_time(l.backlog_bytes())
-                })
-                .fold(Dur::ZERO, |a, b| a + b)
-        };
+        let one_way = |p: usize, data: bool| net.one_way(p, data);
         let hs_rtt = |p: usize| one_way(p, true) + one_way(p, false);
         let up_delay = |p: usize| one_way(p, false);
         let rtt0 = hs_rtt(paths[0]);
@@ -174,6 +169,7 @@ impl Conn {
             start,
             total: spec.total,
             file: spec.total.is_some(),
+            rejoins: 0,
             started: false,
             done: false,
             syn_pending: false,
@@ -207,6 +203,26 @@ impl Conn {
 pub(crate) struct Net<'a> {
     pub(crate) links: &'a [SimLink],
     pub(crate) routes: &'a [Route],
+}
+
+impl Net<'_> {
+    /// How long a handshake packet takes over path `p`'s route now (data direction or ACK
+    /// direction): every link's delay, its serialization and the queue ahead of it.
+    pub(crate) fn one_way(&self, p: usize, data: bool) -> Dur {
+        (self.routes[p].links(data).iter())
+            .map(|&l| {
+                let l = &self.links[l];
+                l.delay() + l.rate().tx_time(SYN_BYTES) + l.rate().tx_time(l.backlog_bytes())
+            })
+            .fold(Dur::ZERO, |a, b| a + b)
+    }
+
+    /// An MP_JOIN over path `p` now: its round trip (SYN, SYN-ACK) and the third ACK's way
+    /// to the server, after which the server may send on the subflow.
+    pub(crate) fn handshake(&self, p: usize) -> (Dur, Dur) {
+        let up = self.one_way(p, false);
+        (self.one_way(p, true) + up, up)
+    }
 }
 
 pub(crate) struct ConnSpec {

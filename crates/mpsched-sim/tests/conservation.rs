@@ -118,10 +118,31 @@ fn random_scenario(case: u64) -> Config {
                             jitter_down_ns: None,
                             jitter_up_ns: r.chance(0.5).then_some(rtt / 20),
                             up: None,
+                            present: None,
                         });
                     }
+                    // Or its address goes away for up to 10 s (never the first path's: the
+                    // connection opens there) and comes back: the subflow closes and joins
+                    // again.
+                    let gone = i > 0 && r.chance(0.15);
+                    if gone {
+                        let from = r.below(5 * S);
+                        let back = from + 1 + r.below(10 * S);
+                        for (at_ns, present) in [(from, false), (back, true)] {
+                            changes.push(Change {
+                                at_ns,
+                                rate_bps: None,
+                                delay_down_ns: None,
+                                delay_up_ns: None,
+                                jitter_down_ns: None,
+                                jitter_up_ns: None,
+                                up: None,
+                                present: Some(present),
+                            });
+                        }
+                    }
                     // An outage of up to 10 s on a fifth of the paths; the path comes back.
-                    if r.chance(0.2) {
+                    if !gone && r.chance(0.2) {
                         let from = r.below(5 * S);
                         for (at_ns, up) in [(from, false), (from + 1 + r.below(10 * S), true)] {
                             changes.push(Change {
@@ -132,6 +153,7 @@ fn random_scenario(case: u64) -> Config {
                                 jitter_down_ns: None,
                                 jitter_up_ns: None,
                                 up: Some(up),
+                                present: None,
                             });
                         }
                     }

@@ -20,6 +20,7 @@ fn state(at_ns: u64, up: bool) -> Change {
         jitter_down_ns: None,
         jitter_up_ns: None,
         up: Some(up),
+        present: None,
     }
 }
 
@@ -203,7 +204,10 @@ fn the_longest_stall_is_the_outage_until_the_backed_off_timer_fires() {
         .map(|w| (w[1] - w[0], w[0]))
         .max()
         .unwrap();
-    assert!((s.longest_stall_ms - gap as f64 / 1e6).abs() < 1e-6, "{s:?}");
+    assert!(
+        (s.longest_stall_ms - gap as f64 / 1e6).abs() < 1e-6,
+        "{s:?}"
+    );
     assert!((s.longest_stall_at_s - from as f64 / 1e9).abs() < 1e-9);
     let start = s.longest_stall_at_s;
     assert!((4.9..5.0).contains(&start), "{start}");
@@ -211,7 +215,10 @@ fn the_longest_stall_is_the_outage_until_the_backed_off_timer_fires() {
     let rto = (s.longest_stall_ms / 1e3 - rtt) / 31.0;
     assert!((0.2 + rtt..0.35).contains(&rto), "RTO {rto}");
     // The fourth firing came while the path was down, the fifth after it returned.
-    assert!(start + 15.0 * rto < 10.0 && start + 31.0 * rto >= 10.0, "{start} {rto}");
+    assert!(
+        start + 15.0 * rto < 10.0 && start + 31.0 * rto >= 10.0,
+        "{start} {rto}"
+    );
     // MPTCP over both paths: LTE carries on, on the out-of-tree stack within a second.
     let s = Simulation::new(wifi_outage("default", StackName::OutOfTree), false)
         .unwrap()

@@ -287,6 +287,7 @@ fn random_scenario(scheduler: &str, case: u64) -> Config {
                         jitter_down_ns: None,
                         jitter_up_ns: None,
                         up: None,
+                        present: None,
                     }]
                 } else {
                     vec![]

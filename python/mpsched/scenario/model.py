@@ -67,7 +67,7 @@ __all__ = [
 # What the simulator accepts comes from its contract (declared in Rust); these are drawn in
 # Python.
 SIZE_DISTS = ("fixed", "pareto")
-PATH_STATES = ("up", "down")
+PATH_STATES = ("up", "down", "gone")
 AQMS = ("droptail", "codel", "fq_codel")
 START_DISTS = ("fixed", "poisson")
 
@@ -244,7 +244,10 @@ class ScheduleEntry(_Model):
     state: Annotated[str | None, choice(PATH_STATES, optional=True)] = None
     """Unset: unchanged. `down`: the path fails, both directions losing every packet, those
     queued and on the wire included (out of radio range: the interface stays up, so TCP finds
-    out by its timeouts); `up`: it works again."""
+    out by its timeouts); `gone`: the client's address on it goes away as well (the interface
+    is removed): MPTCP closes the subflow at once (REMOVE_ADDR) and sends what it held on the
+    others (`gone` at `0s`: a path that appears later); `up`: it works again, and after
+    `gone` a new subflow joins (MP_JOIN). Plain TCP sees `gone` as `down`."""
 
 
 class GilbertElliott(_Model):
@@ -453,6 +456,18 @@ def _check(scenario: Scenario) -> None:
         seen.add(path.name)
         _check_path(i, path, scenario.link, scenario.duration)
 
+    for i, path in enumerate(scenario.path):
+        _check_states(i, path)
+    if _paths_known(scenario):
+        first = scenario.selected_paths()[0]
+        i = scenario.path.index(first)
+        for k, entry in enumerate(first.schedule):
+            if entry.state == "gone" and entry.at == 0:
+                raise ValueError(
+                    f"{_where(i, first, f'schedule[{k}].state')}: the connection opens on its "
+                    "first path, which cannot be gone at the start; list another path first"
+                )
+
     connection = scenario.connection
     if connection.paths is not None:
         if not connection.paths:
@@ -507,6 +522,24 @@ def _check(scenario: Scenario) -> None:
         total += flow.count
     if total > MAX_FLOWS:
         raise ValueError(f"flow: at most {MAX_FLOWS} competing flows in all, got {total}")
+
+
+def _paths_known(scenario: Scenario) -> bool:
+    names = {p.name for p in scenario.path}
+    return all(n in names for n in scenario.connection.paths or [])
+
+
+def _check_states(index: int, path: PathSpec) -> None:
+    """`down`, `gone` and `up` in time order make sense: nothing goes where it already is."""
+    gone = False
+    for k, entry in sorted(enumerate(path.schedule), key=lambda e: e[1].at):
+        where = _where(index, path, f"schedule[{k}].state")
+        if entry.state == "gone" and gone:
+            raise ValueError(f"{where}: the path is already gone")
+        if entry.state == "down" and gone:
+            raise ValueError(f"{where}: the path is gone; `up` brings it back")
+        if entry.state is not None:
+            gone = entry.state == "gone"
 
 
 def _check_flow(

@@ -45,7 +45,7 @@ def _link(
     return link
 
 
-def _schedule(entry: ScheduleEntry) -> dict[str, Any]:
+def _schedule(entry: ScheduleEntry, after_gone: bool) -> dict[str, Any]:
     up, down = resolve_delays(entry.rtt, entry.delay_up, entry.delay_down, partial=True)
     change: dict[str, Any] = {
         "at_ns": entry.at,
@@ -55,9 +55,23 @@ def _schedule(entry: ScheduleEntry) -> dict[str, Any]:
         "jitter_down_ns": entry.jitter,
         "jitter_up_ns": entry.jitter_up,
     }
-    if entry.state is not None:
+    if entry.state == "gone":
+        change["present"] = False
+    elif entry.state is not None:
         change["up"] = entry.state == "up"
+    if entry.state == "up" and after_gone:
+        change["present"] = True
     return change
+
+
+def _schedules(path: PathSpec) -> list[dict[str, Any]]:
+    """The path's changes in time order; an `up` after `gone` brings the address back too."""
+    out, gone = [], False
+    for entry in sorted(path.schedule, key=lambda e: e.at):
+        out.append(_schedule(entry, gone))
+        if entry.state is not None:
+            gone = entry.state == "gone"
+    return out
 
 
 def _traced(link: dict[str, Any], file: str | None, key: str) -> dict[str, Any]:
@@ -103,7 +117,7 @@ def _directions(path: LinkKeys, table: str) -> dict[str, Any]:
 def _path(path: PathSpec, links: list[str]) -> dict[str, Any]:
     return {
         **_directions(path, "path"),
-        "schedule": [_schedule(e) for e in sorted(path.schedule, key=lambda e: e.at)],
+        "schedule": _schedules(path),
         **({"backup": True} if path.backup else {}),
         # Only when set: paths of their own keep the normalized scenario they always had.
         **({"via": [links.index(name) for name in path.via]} if path.via else {}),

@@ -285,16 +285,53 @@ class Testbed:
             for ns in (self.client_ns, self.server_ns):
                 self.ip(ns, "mptcp", "limits", "set", "subflow", limit, "add_addr_accepted", limit)
             for p in range(n):
-                # A backup path's endpoint carries the flag: its subflow's MP_JOIN (or the
-                # first subflow's MP_CAPABLE, through the endpoint of its address) asks for
-                # backup priority (RFC 8684 3.3.8).
-                backup = ["backup"] if self.paths[p].get("backup") else []
                 if p > 0:
+                    self._add_endpoint(p)
+                elif self.paths[p].get("backup"):
+                    # The first subflow's MP_CAPABLE asks for backup priority through the
+                    # endpoint of its address (no `subflow` flag: it is already there).
                     self.ip(self.client_ns, "mptcp", "endpoint", "add", client_addr(p),
-                            "dev", self.client_dev(p), "subflow", *backup)  # fmt: skip
-                elif backup:
-                    self.ip(self.client_ns, "mptcp", "endpoint", "add", client_addr(p),
-                            "dev", self.client_dev(p), *backup)  # fmt: skip
+                            "dev", self.client_dev(p), "id", str(p + 1), "backup")  # fmt: skip
+
+    def _add_endpoint(self, p: int) -> None:
+        """Path ``p``'s address as a `subflow` endpoint (id ``p + 1``): the kernel's path
+        manager opens a subflow from it, on a connection open or when it is added during one
+        (MP_JOIN). A backup path's endpoint carries the flag (RFC 8684 3.3.8, MP_PRIO)."""
+        backup = ["backup"] if self.paths[p].get("backup") else []
+        self.ip(self.client_ns, "mptcp", "endpoint", "add", client_addr(p),
+                "dev", self.client_dev(p), "id", str(p + 1), "subflow", *backup)  # fmt: skip
+
+    def address_changes(self, epoch_ns: int) -> list[dict[str, Any]]:
+        """Applies the paths' `gone` and returning addresses (`present` in a schedule) at
+        their times from ``epoch_ns``, in a thread: deleting a path's endpoint makes the
+        kernel close its subflow (the emulator drops the link's packets meanwhile), adding it
+        back makes the path manager join a new one. Returns the log it fills as it goes."""
+        events = sorted(
+            (int(c["at_ns"]), p, bool(c["present"]))
+            for p, path in enumerate(self.paths)
+            for c in path.get("schedule", [])
+            if c.get("present") is not None
+        )
+        log: list[dict[str, Any]] = []
+        if not events or self.protocol != "mptcp":
+            return log
+
+        def apply() -> None:
+            for at_ns, p, present in events:
+                time.sleep(max(0.0, (epoch_ns + at_ns - time.monotonic_ns()) / 1e9))
+                entry: dict[str, Any] = {"at_s": at_ns / 1e9, "path": p, "present": present}
+                try:
+                    if present:
+                        self._add_endpoint(p)
+                    else:
+                        self.ip(self.client_ns, "mptcp", "endpoint", "delete", "id", str(p + 1))
+                except TestbedError as exc:
+                    entry["error"] = str(exc)
+                entry["applied_s"] = (time.monotonic_ns() - epoch_ns) / 1e9
+                log.append(entry)
+
+        threading.Thread(target=apply, name="address-changes", daemon=True).start()
+        return log
 
     def _start_emulator(self) -> None:
         devices = [

@@ -119,6 +119,7 @@ def emulate(
         read_line(client.stdout, 15.0, client, "load generator (client)")
         epoch = time.monotonic_ns() + 50_000_000
         bed.set_epoch(epoch)
+        addresses = bed.address_changes(epoch)
         for proc in (server, client):
             assert proc.stdin is not None
             proc.stdin.write(f"{epoch}\n")
@@ -140,6 +141,9 @@ def emulate(
         kernel_scheduler=sched,
         wall_s=time.perf_counter() - start,
     )
+    if addresses:
+        # When each path's address went away or came back, as the testbed applied it.
+        summary["kernel"]["address_changes"] = list(addresses)
     if raw_dir is not None:
         raw_dir.mkdir(parents=True, exist_ok=True)
         for name, data in (

@@ -85,6 +85,11 @@ impl MskRtx {
         self.subflows[i].stale
     }
 
+    /// Subflow `i` was closed: a subflow opened again in its place starts with a clean record.
+    pub fn forget(&mut self, i: usize) {
+        self.subflows[i] = SubflowState::default();
+    }
+
     /// Subflow `i` received a segment at `now`; a stale subflow that hears from its peer is
     /// active again.
     pub fn on_receive(&mut self, now: Time, i: usize) {

@@ -113,14 +113,29 @@ impl RcvWindow {
         };
         // `tcp_init_buffer_space`: the window clamp keeps one segment in reserve, and the
         // first measurement expects at most the initial window.
+        let first = w.first_ssthresh();
+        w.ssthresh.iter_mut().for_each(|s| *s = first);
+        w.space = first.min(INIT_SPACE_SEGMENTS * wire::MSS as u64);
+        w
+    }
+
+    /// A new subflow socket's `rcv_ssthresh`: the handshake's window, the clamp keeping one
+    /// segment in reserve.
+    fn first_ssthresh(&self) -> u64 {
         let advmss = wire::MSS as u64;
-        let clamp = win(DEFAULT_RATIO, rcvbuf)
+        let clamp = win(DEFAULT_RATIO, self.rcvbuf)
             .saturating_sub(advmss)
             .max(2 * advmss);
-        let first = w.handshake_rcv_wnd().min(clamp);
-        w.ssthresh.iter_mut().for_each(|s| *s = first);
-        w.space = first.min(INIT_SPACE_SEGMENTS * advmss);
-        w
+        self.handshake_rcv_wnd().min(clamp)
+    }
+
+    /// Subflow `sf` is a new socket (it joined again after its address came back): its own
+    /// threshold and RTT estimate start over; the connection's buffer is as it is.
+    pub fn reset_subflow(&mut self, sf: usize) {
+        if !self.cfg.out_of_tree {
+            self.ssthresh[sf] = self.first_ssthresh();
+        }
+        self.rtt[sf] = RcvRtt::default();
     }
 
     /// `rcv_wnd` of the handshake (`tcp_select_initial_window`, 6.10+): the default ratio

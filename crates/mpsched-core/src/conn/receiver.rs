@@ -61,6 +61,8 @@ pub struct ReceiverStats {
     pub ooo_delay_ns: Histogram,
     pub duplicate_segments: u64,
     pub beyond_window_drops: u64,
+    /// Segments of a closed subflow, or of its earlier incarnation, that arrived after it.
+    pub closed_subflow_drops: u64,
     pub acks_sent: u64,
     /// Per subflow: ACKs of a second segment held back because the window would have shrunk
     /// (out-of-tree MPTCP only).
@@ -140,6 +142,9 @@ pub struct Receiver {
     right_edge: u64,
     out: VecDeque<Packet>,
     complete_at: Option<Time>,
+    /// Each subflow's incarnation (`Packet::gen`), and which are closed.
+    gens: Vec<u8>,
+    closed: Vec<bool>,
     pub stats: ReceiverStats,
     pub trace: Option<DeliveryTrace>,
 }
@@ -147,6 +152,7 @@ pub struct Receiver {
 impl Receiver {
     pub fn new(cfg: ReceiverConfig) -> Receiver {
         let subflows = (0..cfg.subflows).map(|i| SubflowRx::new(i as u8)).collect();
+        let cfg_subflows = cfg.subflows;
         let mss = wire::mss(cfg.mptcp);
         let window = RcvWindow::new(RcvWindowConfig {
             rcvbuf_max: cfg.rcvbuf.0,
@@ -185,6 +191,28 @@ impl Receiver {
             ooo_bytes: 0,
             out: VecDeque::new(),
             complete_at: None,
+            gens: vec![0; cfg_subflows],
+            closed: vec![false; cfg_subflows],
+        }
+    }
+
+    /// Subflow `i` is closed (its address removed): what it held out of order goes with it
+    /// (the sender sends it again on the others), and its segments still on the way find no
+    /// socket.
+    pub fn close_subflow(&mut self, i: usize) {
+        if i < self.subflows.len() && !self.closed[i] {
+            self.closed[i] = true;
+            self.subflows[i] = SubflowRx::new(i as u8);
+        }
+    }
+
+    /// Subflow `i` opens again as a new socket (MP_JOIN from the returning address).
+    pub fn open_subflow(&mut self, i: usize) {
+        if i < self.subflows.len() && self.closed[i] {
+            self.closed[i] = false;
+            self.gens[i] = self.gens[i].wrapping_add(1);
+            self.subflows[i] = SubflowRx::new(i as u8);
+            self.window.reset_subflow(i);
         }
     }
 
@@ -251,7 +279,8 @@ impl Receiver {
             return;
         };
         let i = pkt.subflow as usize;
-        if i >= self.subflows.len() {
+        if i >= self.subflows.len() || self.closed[i] || pkt.gen != self.gens[i] {
+            self.stats.closed_subflow_drops += u64::from(i < self.subflows.len());
             return;
         }
         if seg.probe {
@@ -404,7 +433,7 @@ impl Receiver {
         sf.on_ack_sent();
         self.stats.acks_sent += 1;
         self.out
-            .push_back(Packet::ack(i as u8, ack, self.cfg.mptcp));
+            .push_back(Packet::ack(i as u8, ack, self.cfg.mptcp).of_gen(self.gens[i]));
     }
 
     pub fn handle_timeout(&mut self, now: Time) {

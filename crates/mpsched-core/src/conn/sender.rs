@@ -122,6 +122,9 @@ pub struct Sender {
     msk_rtx: Option<MskRtx>,
     /// Scratch for `msk_rtx`.
     now_views: Vec<SubflowNow>,
+    /// Each subflow's incarnation (`Packet::gen`), and those closed (`close_subflow`).
+    gens: Vec<u8>,
+    closed: SubflowSet,
 }
 
 impl Sender {
@@ -192,6 +195,8 @@ impl Sender {
             cc_scratch: Vec::with_capacity(n),
             msk_rtx: None,
             now_views: Vec::with_capacity(n),
+            gens: vec![0; n],
+            closed: SubflowSet::EMPTY,
         }
         .with_msk_rtx()
     }
@@ -304,7 +309,8 @@ impl Sender {
             return;
         };
         let i = pkt.subflow as usize;
-        if i >= self.subflows.len() {
+        // An ACK of a closed subflow, or of its earlier incarnation, finds no socket.
+        if i >= self.subflows.len() || self.closed.contains(i) || pkt.gen != self.gens[i] {
             return;
         }
         self.snapshot_cc();
@@ -410,6 +416,77 @@ impl Sender {
         self.push(now);
     }
 
+    /// Subflow `i` is closed (its address was removed: REMOVE_ADDR, or the interface went
+    /// away): it carries nothing more, and what the Data ACK has not covered is sent again
+    /// on the other subflows. Out-of-tree reinjects what the closed subflow held
+    /// (`mptcp_reinject_data`), SACKed segments included since the receiver drops the closed
+    /// subflow's out-of-order queue with it; upstream pushes its whole retransmission queue
+    /// again (`__mptcp_retransmit_pending_data` from `__mptcp_close_ssk`), as at a stale mark.
+    pub fn close_subflow(&mut self, now: Time, i: usize) {
+        if i >= self.subflows.len() || self.closed.contains(i) || self.subflows.len() < 2 {
+            return;
+        }
+        let una = self.data.una;
+        let held: Vec<u64> = if self.msk_rtx.is_some() {
+            self.shared.rewound = true;
+            (una..self.data.first_unsent.max(una))
+                .filter(|&d| self.data.get(d).is_some_and(|s| s.transmissions > 0))
+                .collect()
+        } else {
+            self.subflows[i]
+                .outstanding()
+                .map(|(_, s)| s.dseq)
+                .filter(|&d| d >= una)
+                .collect()
+        };
+        for d in held {
+            if let Some(s) = self.data.get_mut(d) {
+                if !s.queued_for_reinjection {
+                    s.queued_for_reinjection = true;
+                    self.shared.reinject.push_back(d);
+                }
+            }
+        }
+        self.closed.insert(i);
+        // A socket that is no more: no timers, nothing in flight, never established.
+        let stats = std::mem::take(&mut self.subflows[i].stats);
+        self.subflows[i] = SubflowTx::new(i as u8, Time::MAX);
+        self.subflows[i].stats = stats;
+        self.cfg.subflows[i].established_at = Time::MAX;
+        if let Some(m) = self.msk_rtx.as_mut() {
+            m.forget(i);
+        }
+        self.views_joined = false;
+        self.push(now);
+    }
+
+    /// A closed subflow `i` opens again on its path (a new address: MP_JOIN), as a new TCP
+    /// connection established at `established_at`, its handshake having measured
+    /// `handshake_rtt`. Its counters carry on.
+    pub fn open_subflow(&mut self, now: Time, i: usize, established_at: Time, handshake_rtt: Dur) {
+        if i >= self.subflows.len() || !self.closed.contains(i) {
+            return;
+        }
+        self.closed.remove(i);
+        self.gens[i] = self.gens[i].wrapping_add(1);
+        let stats = std::mem::take(&mut self.subflows[i].stats);
+        let mut sf = SubflowTx::new(i as u8, established_at);
+        sf.set_loss_recovery(self.cfg.loss_recovery);
+        sf.seed_rtt(handshake_rtt);
+        self.cc.init(i, &mut sf.cc, now);
+        sf.expand_sndbuf(self.cfg.sndbuf.0);
+        sf.stats = stats;
+        self.subflows[i] = sf;
+        self.cfg.subflows[i].established_at = established_at;
+        self.last_join = self.last_join.max(established_at);
+        self.views_joined = false;
+    }
+
+    /// Whether subflow `i` is closed.
+    pub fn is_closed(&self, i: usize) -> bool {
+        self.closed.contains(i)
+    }
+
     /// Upstream's connection-level retransmit timer fired (`__mptcp_retrans`).
     fn msk_retransmit(&mut self, now: Time) {
         let una = self.data.una;
@@ -475,7 +552,7 @@ impl Sender {
             d.retransmissions = d.retransmissions.saturating_add(1);
         }
         self.out
-            .push_back(Packet::data(i as u8, seg, self.cfg.mptcp));
+            .push_back(Packet::data(i as u8, seg, self.cfg.mptcp).of_gen(self.gens[i]));
     }
 
     /// RFC 8684 3.3.6: what the timed-out subflow still holds may go on another subflow.
@@ -514,7 +591,7 @@ impl Sender {
         };
         self.stats.window_probes += 1;
         self.out
-            .push_back(Packet::data(i as u8, seg, self.cfg.mptcp));
+            .push_back(Packet::data(i as u8, seg, self.cfg.mptcp).of_gen(self.gens[i]));
     }
 
     /// The scheduler's values recorded so far (when traced); recording goes on.
@@ -556,7 +633,7 @@ impl Sender {
                 .subflows
                 .iter()
                 .map(|s| s.established_at)
-                .filter(|&t| t > self.last_push && !self.data.finished())
+                .filter(|&t| t > self.last_push && t != Time::MAX && !self.data.finished())
                 .min()
         };
         let earliest = |a: Option<Time>, b: Option<Time>| match (a, b) {
@@ -737,7 +814,7 @@ impl Sender {
         for i in d.subflows.iter() {
             let seg = self.subflows[i].transmit_new(now, d.dseq, len, self.cc.as_mut());
             self.out
-                .push_back(Packet::data(i as u8, seg, self.cfg.mptcp));
+                .push_back(Packet::data(i as u8, seg, self.cfg.mptcp).of_gen(self.gens[i]));
             let s = self.data.get_mut(d.dseq).expect("validated");
             if s.transmissions == 0 {
                 s.first_sent = now;

@@ -16,6 +16,9 @@ impl SubflowSet {
     pub fn insert(&mut self, i: usize) {
         self.0 |= 1 << i;
     }
+    pub fn remove(&mut self, i: usize) {
+        self.0 &= !(1 << i);
+    }
     pub fn is_empty(self) -> bool {
         self.0 == 0
     }
