@@ -61,6 +61,9 @@ fn a_removed_address_hands_the_transfer_over_at_once_and_its_return_joins_a_new_
         ("default", StackName::OutOfTree),
         ("blest", StackName::OutOfTree),
         ("stms-a", StackName::OutOfTree),
+        // OTIAS queues segments per subflow: a closed one gives its queue back.
+        ("otias", StackName::Upstream),
+        ("otias", StackName::OutOfTree),
     ] {
         let out = Simulation::new(wifi_gone(scheduler, stack), true)
             .unwrap()

@@ -256,9 +256,10 @@ impl Scheduler for Otias {
         let una = ctx.data_una();
         self.returned = self.returned.split_off(&una);
         self.reinjections_queued = self.reinjections_queued.split_off(&una);
-        // A subflow that timed out gives back what it had not sent yet (mptcp_reinject_data).
+        // A subflow that timed out gives back what it had not sent yet (mptcp_reinject_data),
+        // as does one that left (closed, or stale upstream).
         for v in ctx.subflows() {
-            let loss = v.ca_state == CaState::Loss;
+            let loss = v.ca_state == CaState::Loss || !v.established;
             if loss && !self.in_loss[v.id] {
                 for q in self.queues[v.id].drain(..) {
                     if q.reinjection {
