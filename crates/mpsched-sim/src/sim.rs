@@ -54,6 +54,8 @@ pub struct Simulation {
     links: Vec<SimLink>,
     /// Each path's links, in the order its packets cross them.
     routes: Vec<Route>,
+    /// Some path crosses a shared link (else every route is the path's own link).
+    shared_links: bool,
     /// Files not yet delivered; the run ends when none is left, if the main connection
     /// transfers a file.
     files_pending: usize,
@@ -108,6 +110,7 @@ impl Simulation {
             .map(|plan| Link::new(&plan.link, Rng::new(cfg.seed, plan.stream)))
             .collect();
         let routes = cfg.routes();
+        let shared_links = cfg.has_shared_links();
         let net = Net {
             links: &links,
             routes: &routes,
@@ -205,6 +208,7 @@ impl Simulation {
             conns,
             links,
             routes,
+            shared_links,
             files_pending,
             app,
             changes,
@@ -440,10 +444,12 @@ impl Simulation {
         while let Some(Tagged { conn: k, hop, pkt }) = self.links[l].poll_deliver(now) {
             let k = k as usize;
             let data = l.is_multiple_of(2);
-            let route = self.routes[self.conns[k].paths[pkt.subflow as usize]].links(data);
-            if let Some(&next) = route.get(hop as usize + 1) {
-                self.forward(next, k, hop + 1, pkt, data);
-                continue;
+            if self.shared_links {
+                let route = self.routes[self.conns[k].paths[pkt.subflow as usize]].links(data);
+                if let Some(&next) = route.get(hop as usize + 1) {
+                    self.forward(next, k, hop + 1, pkt, data);
+                    continue;
+                }
             }
             if let Some(c) = self.capture.as_mut() {
                 c.delivered(now, k, &pkt);
@@ -500,7 +506,11 @@ impl Simulation {
     /// Puts a packet of connection `k` on its subflow's path: data down, ACKs up.
     fn send(&mut self, k: usize, pkt: Packet, data: bool) {
         let p = self.conns[k].paths[pkt.subflow as usize];
-        let l = self.routes[p].links(data)[0];
+        let l = match (self.shared_links, data) {
+            (true, _) => self.routes[p].links(data)[0],
+            (false, true) => down(p),
+            (false, false) => up(p),
+        };
         if let Some(c) = self.capture.as_mut() {
             c.sent(self.now, k, &pkt);
         }

@@ -25,6 +25,9 @@ use crate::trace::DeliveryTrace;
 use crate::units::{wire, Bytes};
 use std::collections::VecDeque;
 
+/// `Receiver::gens` of a closed subflow.
+const CLOSED: u16 = u16::MAX;
+
 #[derive(Clone, Debug)]
 pub struct ReceiverConfig {
     pub mptcp: bool,
@@ -142,9 +145,11 @@ pub struct Receiver {
     right_edge: u64,
     out: VecDeque<Packet>,
     complete_at: Option<Time>,
-    /// Each subflow's incarnation (`Packet::gen`), and which are closed.
-    gens: Vec<u8>,
-    closed: Vec<bool>,
+    /// Each subflow's incarnation (`Packet::gen`); `CLOSED` while it is closed, which no
+    /// packet's generation matches.
+    gens: Vec<u16>,
+    /// Each subflow's current incarnation, closed or not.
+    incarnations: Vec<u8>,
     pub stats: ReceiverStats,
     pub trace: Option<DeliveryTrace>,
 }
@@ -192,7 +197,7 @@ impl Receiver {
             out: VecDeque::new(),
             complete_at: None,
             gens: vec![0; cfg_subflows],
-            closed: vec![false; cfg_subflows],
+            incarnations: vec![0; cfg_subflows],
         }
     }
 
@@ -200,17 +205,17 @@ impl Receiver {
     /// (the sender sends it again on the others), and its segments still on the way find no
     /// socket.
     pub fn close_subflow(&mut self, i: usize) {
-        if i < self.subflows.len() && !self.closed[i] {
-            self.closed[i] = true;
+        if i < self.subflows.len() && self.gens[i] != CLOSED {
+            self.incarnations[i] = self.incarnations[i].wrapping_add(1);
+            self.gens[i] = CLOSED;
             self.subflows[i] = SubflowRx::new(i as u8);
         }
     }
 
     /// Subflow `i` opens again as a new socket (MP_JOIN from the returning address).
     pub fn open_subflow(&mut self, i: usize) {
-        if i < self.subflows.len() && self.closed[i] {
-            self.closed[i] = false;
-            self.gens[i] = self.gens[i].wrapping_add(1);
+        if i < self.subflows.len() && self.gens[i] == CLOSED {
+            self.gens[i] = u16::from(self.incarnations[i]);
             self.subflows[i] = SubflowRx::new(i as u8);
             self.window.reset_subflow(i);
         }
@@ -279,7 +284,7 @@ impl Receiver {
             return;
         };
         let i = pkt.subflow as usize;
-        if i >= self.subflows.len() || self.closed[i] || pkt.gen != self.gens[i] {
+        if self.gens.get(i) != Some(&u16::from(pkt.gen)) {
             self.stats.closed_subflow_drops += u64::from(i < self.subflows.len());
             return;
         }
@@ -296,8 +301,12 @@ impl Receiver {
         let charged = self.charged_bytes();
         let grew = self.window.on_segment(now, i, seg.len, seg.ts_ecr, charged);
         let mut filled_hole = false;
+        let delivered = self.stats.delivered_bytes;
         while let Some(rx) = self.subflows[i].poll_in_order() {
             filled_hole |= self.deliver(now, i as u8, rx);
+        }
+        if self.stats.delivered_bytes != delivered {
+            self.stats.delivered_at(now);
         }
         let held = self.held_bytes();
         self.stats.peak_held_bytes = self.stats.peak_held_bytes.max(held);
@@ -362,7 +371,6 @@ impl Receiver {
         self.data_rcv_nxt += 1;
         self.window.on_read(now, h.len as u64);
         self.stats.delivered_bytes += h.len as u64;
-        self.stats.delivered_at(now);
         self.stats.delivered_by_subflow[h.subflow as usize] += h.len as u64;
         self.stats.ooo_delay_ns.record((now - h.arrival).as_nanos());
         if let Some(t) = self.trace.as_mut() {
@@ -433,7 +441,7 @@ impl Receiver {
         sf.on_ack_sent();
         self.stats.acks_sent += 1;
         self.out
-            .push_back(Packet::ack(i as u8, ack, self.cfg.mptcp).of_gen(self.gens[i]));
+            .push_back(Packet::ack(i as u8, ack, self.cfg.mptcp).of_gen(self.incarnations[i]));
     }
 
     pub fn handle_timeout(&mut self, now: Time) {
