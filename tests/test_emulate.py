@@ -500,14 +500,29 @@ def test_interrupted_run_leaves_nothing_behind(sig: signal.Signals) -> None:
         assert len(new) == 2, new
         run_id = next(iter(new)).split("-")[1]
         inodes = [netns_inode(name) for name in new]
-        time.sleep(2.5)  # in the middle of the transfer
-        alive = leftovers(run_id, [i for i in inodes if i])
-        assert sum(x.startswith("process") for x in alive) >= 3, alive  # emulator, 2 loadgens
+
+        def processes() -> list[str]:
+            alive = leftovers(run_id, [i for i in inodes if i])
+            return [x for x in alive if x.startswith("process")]
+
+        # The emulator and both load generators (a loaded machine may take seconds to start
+        # them), then into the transfer.
+        while len(alive := processes()) < 3 and time.monotonic() < end:
+            time.sleep(0.1)
+        assert len(alive) >= 3, alive
+        time.sleep(1.0)
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
-            proc.kill()
+            # Let it clean up its namespaces before it goes, so that a failure here does not
+            # leave them to the tests after it.
+            proc.terminate()
+            try:
+                proc.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
     assert proc.returncode == 130, err
     assert "aborted" in err
     assert leftovers(run_id, [i for i in inodes if i]) == []
