@@ -416,6 +416,23 @@ def test_a_gone_address_closes_its_subflow_and_its_return_joins_a_new_one() -> N
     assert wifi["bytes_sent"] > 5e6, wifi
 
 
+@needs_testbed
+def test_a_lost_syn_goes_again_after_a_second_on_the_kernel_as_in_the_model() -> None:
+    # The path is down when the SYN leaves and back at 0.5 s: Linux sends it again after
+    # TCP_TIMEOUT_INIT (1 s; the timer wheel adds up to 32 ms at HZ = 250), the model too.
+    raw = (
+        'duration = "6s"\n[connection]\nprotocol = "tcp"\n[workload]\nkind = "file"\n'
+        'size = "100KB"\n[[path]]\nname = "p"\nrate = "10Mbps"\nrtt = "50ms"\n'
+        'queue = "50ms"\n[[path.schedule]]\nat = "0s"\nstate = "down"\n'
+        '[[path.schedule]]\nat = "0.5s"\nstate = "up"\n'
+    )
+    kernel = emulate(load(raw))
+    model = api.run(load(raw)).summary
+    assert 1.05 <= kernel["kernel"]["connected_s"] < 1.1, kernel["kernel"]["connected_s"]
+    assert 1.2 < model["completion_s"] < 1.3, model["completion_s"]
+    assert abs(kernel["completion_s"] / model["completion_s"] - 1) < 0.05, (kernel, model)
+
+
 @needs_mptcp
 def test_mptcp_run_has_the_simulator_summary_keys() -> None:
     config = to_native(load(ROOT / "scenarios" / "stms-lab.toml", {"duration": "4s"}))

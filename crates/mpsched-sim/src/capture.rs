@@ -11,8 +11,9 @@
 //! an emulated capture of one scenario line up.
 
 use crate::conn::Conn;
+use crate::handshake::{HsPacket, Stage};
 use mpsched_core::packet::{Packet, Payload};
-use mpsched_core::{Dur, Time};
+use mpsched_core::Time;
 use mpsched_pcap::mptcp::{self, Mapping, MptcpOption};
 use mpsched_pcap::tcpip::{Segment, TcpOption, ACK, SYN};
 use mpsched_pcap::{Writer, LINKTYPE_IPV4};
@@ -110,23 +111,10 @@ impl ConnWire {
     }
 }
 
-/// A handshake packet waiting for the capture's time to reach it.
-struct Pending {
-    t: Time,
-    /// Written in this order among packets of the same time.
-    order: u64,
-    interface: u32,
-    headers: Vec<u8>,
-    len: u32,
-}
-
 pub struct Capture {
     out: Writer<Box<dyn Write>>,
     vantage: Vantage,
     conns: Vec<Option<ConnWire>>,
-    /// Handshake packets not yet written, the earliest last.
-    pending: Vec<Pending>,
-    pending_order: u64,
     buf: Vec<u8>,
     seed: u64,
     failed: bool,
@@ -164,8 +152,6 @@ impl Capture {
             out,
             vantage,
             conns: Vec::new(),
-            pending: Vec::new(),
-            pending_order: 0,
             buf: Vec::with_capacity(128),
             seed,
             failed: false,
@@ -177,7 +163,7 @@ impl Capture {
         self.failed
     }
 
-    /// Connection `k` opens: its handshakes are written as the capture's time reaches them.
+    /// Connection `k` opens (its first SYN is about to leave).
     pub(crate) fn open(&mut self, k: usize, conn: &Conn) {
         let mut rng = self.seed ^ (k as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let mut next = || splitmix(&mut rng);
@@ -213,11 +199,47 @@ impl Capture {
             self.conns.resize_with(k + 1, || None);
         }
         self.conns[k] = Some(wire);
-        for (sf, hs) in conn.handshakes.iter().enumerate() {
-            self.handshake(k, sf, hs.syn_sent, hs.up, hs.down);
+    }
+
+    /// A handshake packet of connection `k` enters its path at `now`.
+    pub(crate) fn hs_sent(&mut self, now: Time, k: usize, p: &HsPacket) {
+        match (self.vantage, p.from_client()) {
+            (Vantage::Sender, false) | (Vantage::Receiver, true) => self.write_hs(now, k, p),
+            _ => {}
         }
-        self.pending
-            .sort_by_key(|p| std::cmp::Reverse((p.t, p.order)));
+    }
+
+    /// A handshake packet of connection `k` leaves its path at `now`.
+    pub(crate) fn hs_delivered(&mut self, now: Time, k: usize, p: &HsPacket) {
+        match (self.vantage, p.from_client()) {
+            (Vantage::Sender, true) | (Vantage::Receiver, false) | (Vantage::Links, _) => {
+                self.write_hs(now, k, p)
+            }
+            _ => {}
+        }
+    }
+
+    fn write_hs(&mut self, now: Time, k: usize, p: &HsPacket) {
+        let Some(c) = self.conns.get(k).and_then(Option::as_ref) else {
+            return;
+        };
+        let sf = p.subflow as usize;
+        let seg = hs_segment(c, sf, p);
+        let from = if p.from_client() {
+            Host::Client
+        } else {
+            Host::Server
+        };
+        let interface = interface(self.vantage, c.subflows[sf].path, Some(from));
+        self.buf.clear();
+        let len = seg.encode(&mut self.buf);
+        debug_assert_eq!(
+            len, p.wire_len,
+            "the model and the headers disagree on a handshake packet's length"
+        );
+        let buf = std::mem::take(&mut self.buf);
+        self.emit(interface, now, len, &buf);
+        self.buf = buf;
     }
 
     /// A packet of connection `k` enters a link at `now` (data from the server, ACKs from the
@@ -247,16 +269,14 @@ impl Capture {
         }
     }
 
-    /// The run has ended at `end`: handshakes up to then are written, and the file flushed.
-    pub fn finish(&mut self, end: Time) {
-        self.drain(end);
+    /// The run has ended: the file is flushed.
+    pub fn finish(&mut self, _end: Time) {
         if let Err(_e) = self.out.flush() {
             self.failed = true;
         }
     }
 
     fn write(&mut self, now: Time, k: usize, pkt: &Packet, link_down: Option<bool>) {
-        self.drain(now);
         let Some(c) = self.conns.get_mut(k).and_then(Option::as_mut) else {
             return;
         };
@@ -292,150 +312,98 @@ impl Capture {
         }
     }
 
-    /// Writes the handshake packets due by `now`.
-    fn drain(&mut self, now: Time) {
-        while self.pending.last().is_some_and(|p| p.t <= now) {
-            let p = self.pending.pop().expect("checked");
-            self.emit(p.interface, p.t, p.len, &p.headers);
-        }
-    }
+}
 
-    /// Subflow `sf` of connection `k`: SYN at `syn_sent` from the client, SYN/ACK, ACK (and,
-    /// for MP_JOIN, the server's ACK of it), each crossing its link in `up` or `down`.
-    fn handshake(&mut self, k: usize, sf: usize, syn_sent: Time, up: Dur, down: Dur) {
-        let c = self.conns[k].as_mut().expect("opened");
-        let s = &c.subflows[sf];
-        let (path, cisn, sisn) = (s.path, s.client_isn, s.server_isn);
-        let syn_at_server = syn_sent + up;
-        let synack_at_client = syn_at_server + down;
-        let ack_at_server = synack_at_client + up;
-        let base = |from: Host, seq: u32, ack: u32, flags: u8| Segment {
-            src: if from == Host::Server {
-                SERVER
-            } else {
-                client_addr(path)
-            },
-            dst: if from == Host::Server {
-                client_addr(path)
-            } else {
-                SERVER
-            },
-            ip_id: 0,
-            src_port: if from == Host::Server {
-                SERVER_PORT
-            } else {
-                c.client_port
-            },
-            dst_port: if from == Host::Server {
-                c.client_port
-            } else {
-                SERVER_PORT
-            },
-            seq,
-            ack,
-            flags,
-            window: 64_240,
-            options: vec![],
-            payload_len: 0,
-        };
-        let syn_opts = |ts: u32, ecr: u32| {
-            vec![
+/// Handshake packet `p` of subflow `sf` as a TCP segment: SYN, SYN-ACK, third ACK (MP_CAPABLE
+/// or MP_JOIN), and the server's ACK of an MP_JOIN's third ACK.
+fn hs_segment(c: &ConnWire, sf: usize, p: &HsPacket) -> Segment {
+    let s = &c.subflows[sf];
+    let (path, cisn, sisn) = (s.path, s.client_isn, s.server_isn);
+    let from = if p.from_client() {
+        Host::Client
+    } else {
+        Host::Server
+    };
+    let (src, dst) = if from == Host::Server {
+        (SERVER, client_addr(path))
+    } else {
+        (client_addr(path), SERVER)
+    };
+    let (src_port, dst_port) = if from == Host::Server {
+        (SERVER_PORT, c.client_port)
+    } else {
+        (c.client_port, SERVER_PORT)
+    };
+    let (seq, ack, flags) = match p.stage {
+        Stage::Syn => (cisn, 0, SYN),
+        Stage::SynAck => (sisn, cisn.wrapping_add(1), SYN | ACK),
+        Stage::Ack => (cisn.wrapping_add(1), sisn.wrapping_add(1), ACK),
+        Stage::JoinAck => (sisn.wrapping_add(1), cisn.wrapping_add(1), ACK),
+    };
+    let timestamps = TcpOption::Timestamps(ms(p.ts_val), ms(p.ts_ecr));
+    let mut seg = Segment {
+        src,
+        dst,
+        ip_id: 0,
+        src_port,
+        dst_port,
+        seq,
+        ack,
+        flags,
+        window: 64_240,
+        options: match p.stage {
+            Stage::Syn | Stage::SynAck => vec![
                 TcpOption::Mss(1460),
                 TcpOption::SackPermitted,
-                TcpOption::Timestamps(ts, ecr),
+                timestamps,
                 TcpOption::WindowScale(WSCALE),
-            ]
-        };
-        let mut syn = base(Host::Client, cisn, 0, SYN);
-        syn.options = syn_opts(ms(syn_sent), 0);
-        let mut synack = base(Host::Server, sisn, cisn.wrapping_add(1), SYN | ACK);
-        synack.options = syn_opts(ms(syn_at_server), ms(syn_sent));
-        let mut ack = base(
-            Host::Client,
-            cisn.wrapping_add(1),
-            sisn.wrapping_add(1),
-            ACK,
-        );
-        ack.window = (64_240u32 >> WSCALE) as u16;
-        ack.options = vec![TcpOption::Timestamps(
-            ms(synack_at_client),
-            ms(syn_at_server),
-        )];
-        let mut join_ack = None;
-        if c.mptcp {
-            let (ck, sk) = (c.client_key, c.server_key);
-            let (cn, sn) = (s.client_nonce, s.server_nonce);
-            if sf == 0 {
-                syn.options.push(TcpOption::Mptcp(MptcpOption::CapableSyn));
-                synack
-                    .options
-                    .push(TcpOption::Mptcp(MptcpOption::CapableSynAck { key: sk }));
-                ack.options.push(TcpOption::Mptcp(MptcpOption::CapableAck {
-                    sender_key: ck,
-                    receiver_key: sk,
-                }));
-            } else {
-                let addr_id = sf as u8;
-                syn.options.push(TcpOption::Mptcp(MptcpOption::JoinSyn {
-                    addr_id,
-                    token: mptcp::token(sk),
-                    nonce: cn,
-                    backup: false,
-                }));
-                let mac = mptcp::join_hmac(sk, ck, sn, cn);
-                synack
-                    .options
-                    .push(TcpOption::Mptcp(MptcpOption::JoinSynAck {
-                        addr_id: 0,
-                        truncated_hmac: u64::from_be_bytes(mac[..8].try_into().expect("8 bytes")),
-                        nonce: sn,
-                        backup: false,
-                    }));
-                let mac = mptcp::join_hmac(ck, sk, cn, sn);
-                ack.options.push(TcpOption::Mptcp(MptcpOption::JoinAck {
-                    hmac: mac[..20].try_into().expect("20 bytes"),
-                }));
-                // The passive opener acknowledges the third ACK of an MP_JOIN (RFC 8684 3.2).
-                let mut a = base(
-                    Host::Server,
-                    sisn.wrapping_add(1),
-                    cisn.wrapping_add(1),
-                    ACK,
-                );
-                a.window = SERVER_WINDOW;
-                a.options = vec![TcpOption::Timestamps(
-                    ms(ack_at_server),
-                    ms(synack_at_client),
-                )];
-                join_ack = Some(a);
-            }
-        }
-        // (packet, sent at, arrives at)
-        let mut packets = vec![
-            (syn, Host::Client, syn_sent, syn_at_server),
-            (synack, Host::Server, syn_at_server, synack_at_client),
-            (ack, Host::Client, synack_at_client, ack_at_server),
-        ];
-        if let Some(a) = join_ack {
-            packets.push((a, Host::Server, ack_at_server, ack_at_server + down));
-        }
-        for (seg, from, sent, arrives) in packets {
-            let t = match (self.vantage, from) {
-                (Vantage::Sender, Host::Server) | (Vantage::Receiver, Host::Client) => sent,
-                _ => arrives,
-            };
-            let mut headers = Vec::with_capacity(80);
-            let len = seg.encode(&mut headers);
-            self.pending.push(Pending {
-                t,
-                order: self.pending_order,
-                interface: interface(self.vantage, path, Some(from)),
-                headers,
-                len,
-            });
-            self.pending_order += 1;
-        }
+            ],
+            Stage::Ack | Stage::JoinAck => vec![timestamps],
+        },
+        payload_len: 0,
+    };
+    match p.stage {
+        Stage::Ack => seg.window = (64_240u32 >> WSCALE) as u16,
+        Stage::JoinAck => seg.window = SERVER_WINDOW,
+        _ => {}
     }
+    if !c.mptcp {
+        return seg;
+    }
+    let (ck, sk) = (c.client_key, c.server_key);
+    let (cn, sn) = (s.client_nonce, s.server_nonce);
+    let option = match (p.stage, sf == 0) {
+        (Stage::Syn, true) => Some(MptcpOption::CapableSyn),
+        (Stage::SynAck, true) => Some(MptcpOption::CapableSynAck { key: sk }),
+        (Stage::Ack, true) => Some(MptcpOption::CapableAck {
+            sender_key: ck,
+            receiver_key: sk,
+        }),
+        (Stage::Syn, false) => Some(MptcpOption::JoinSyn {
+            addr_id: sf as u8,
+            token: mptcp::token(sk),
+            nonce: cn,
+            backup: false,
+        }),
+        (Stage::SynAck, false) => {
+            let mac = mptcp::join_hmac(sk, ck, sn, cn);
+            Some(MptcpOption::JoinSynAck {
+                addr_id: 0,
+                truncated_hmac: u64::from_be_bytes(mac[..8].try_into().expect("8 bytes")),
+                nonce: sn,
+                backup: false,
+            })
+        }
+        (Stage::Ack, false) => {
+            let mac = mptcp::join_hmac(ck, sk, cn, sn);
+            Some(MptcpOption::JoinAck {
+                hmac: mac[..20].try_into().expect("20 bytes"),
+            })
+        }
+        (Stage::JoinAck, _) => None,
+    };
+    seg.options.extend(option.map(TcpOption::Mptcp));
+    seg
 }
 
 /// The interface a packet of `path` is captured on; on the links, the direction decides.

@@ -17,16 +17,20 @@ pub enum Component {
     Server(usize),
     /// Connection `k`'s client socket.
     Client(usize),
+    /// Connection `k`'s handshakes: its first SYN, SYNs and SYN-ACKs sent again.
+    Handshake(usize),
 }
 
-/// The numbering: the three singletons, then the links, then each connection's server and
-/// client.
+/// The numbering: the three singletons, then the links, then each connection's server,
+/// client and handshake.
 #[derive(Clone, Copy, Debug)]
 pub struct Components {
     links: usize,
 }
 
 const FIRST_LINK: usize = 3;
+/// Ids of one connection.
+const PER_CONN: usize = 3;
 
 impl Components {
     pub fn new(links: usize) -> Components {
@@ -35,7 +39,7 @@ impl Components {
 
     /// How many ids `conns` connections need.
     pub fn count(&self, conns: usize) -> usize {
-        FIRST_LINK + self.links + 2 * conns
+        FIRST_LINK + self.links + PER_CONN * conns
     }
 
     pub fn id(&self, c: Component) -> ComponentId {
@@ -45,8 +49,9 @@ impl Components {
             Component::Sampler => 1,
             Component::App => 2,
             Component::Link(l) => FIRST_LINK + l,
-            Component::Server(k) => first_conn + 2 * k,
-            Component::Client(k) => first_conn + 2 * k + 1,
+            Component::Server(k) => first_conn + PER_CONN * k,
+            Component::Client(k) => first_conn + PER_CONN * k + 1,
+            Component::Handshake(k) => first_conn + PER_CONN * k + 2,
         }) as ComponentId
     }
 
@@ -58,8 +63,14 @@ impl Components {
             1 => Component::Sampler,
             2 => Component::App,
             _ if id < first_conn => Component::Link(id - FIRST_LINK),
-            _ if (id - first_conn).is_multiple_of(2) => Component::Server((id - first_conn) / 2),
-            _ => Component::Client((id - first_conn) / 2),
+            _ => {
+                let (k, which) = ((id - first_conn) / PER_CONN, (id - first_conn) % PER_CONN);
+                match which {
+                    0 => Component::Server(k),
+                    1 => Component::Client(k),
+                    _ => Component::Handshake(k),
+                }
+            }
         }
     }
 }
@@ -74,7 +85,13 @@ mod tests {
         let all: Vec<Component> = [Component::Schedule, Component::Sampler, Component::App]
             .into_iter()
             .chain((0..4).map(Component::Link))
-            .chain((0..3).flat_map(|k| [Component::Server(k), Component::Client(k)]))
+            .chain((0..3).flat_map(|k| {
+                [
+                    Component::Server(k),
+                    Component::Client(k),
+                    Component::Handshake(k),
+                ]
+            }))
             .collect();
         assert_eq!(all.len(), ids.count(3));
         for (i, c) in all.iter().enumerate() {

@@ -7,6 +7,7 @@ use mpsched_core::cc::CcKind;
 use mpsched_core::conn::sender::SubflowConfig;
 use mpsched_core::conn::{Receiver, ReceiverConfig, Sender, SenderConfig};
 use mpsched_core::link::{HasWireLen, Link};
+use crate::handshake::{HsPacket, Handshakes};
 use mpsched_core::packet::Packet;
 use mpsched_core::sched;
 use mpsched_core::{Bytes, Dur, Time};
@@ -15,21 +16,39 @@ use mpsched_scenario::plan::Route;
 /// Bytes of a SYN / SYN-ACK on the wire (IP + TCP + options).
 const SYN_BYTES: u64 = 64;
 
+/// What crosses a link: a segment of a subflow, or a packet of its handshake.
+pub enum Item {
+    Seg(Packet),
+    Hs(HsPacket),
+}
+
+impl Item {
+    pub fn subflow(&self) -> usize {
+        match self {
+            Item::Seg(p) => p.subflow as usize,
+            Item::Hs(h) => h.subflow as usize,
+        }
+    }
+}
+
 /// A packet on a link, with the index of the connection it belongs to and where it is on its
 /// path's route (index into `Route::links`).
 pub struct Tagged {
     pub conn: u32,
     pub hop: u32,
-    pub pkt: Packet,
+    pub item: Item,
 }
 
 impl HasWireLen for Tagged {
     fn wire_len(&self) -> u32 {
-        self.pkt.wire_len
+        match &self.item {
+            Item::Seg(p) => p.wire_len,
+            Item::Hs(h) => h.wire_len,
+        }
     }
     /// A subflow of a connection is a TCP flow (its own ports).
     fn flow_key(&self) -> u64 {
-        (u64::from(self.conn) << 8) | u64::from(self.pkt.subflow)
+        (u64::from(self.conn) << 8) | self.item.subflow() as u64
     }
 }
 
@@ -45,17 +64,8 @@ pub struct Drops {
     /// Lost to a path outage.
     pub outage: u64,
     pub ack_outage: u64,
-}
-
-/// When a subflow's handshake starts, and how long its packets take on each link.
-#[derive(Clone, Copy, Debug)]
-pub struct Handshake {
-    /// The client sends the SYN (MP_CAPABLE or MP_JOIN).
-    pub syn_sent: Time,
-    /// Client to server (the up link), queueing included.
-    pub up: Dur,
-    /// Server to client (the down link).
-    pub down: Dur,
+    /// Handshake packets (SYN, SYN-ACK, ACK) lost, either way and for any reason.
+    pub handshake: u64,
 }
 
 /// One connection: its two sockets and the paths of its subflows.
@@ -65,11 +75,12 @@ pub struct Conn {
     pub client: Receiver,
     /// The path of each subflow.
     pub paths: Vec<usize>,
-    /// Each subflow's handshake, as timed when the connection opened.
-    pub handshakes: Vec<Handshake>,
-    /// When its first SYN left the client.
+    /// Its subflows' handshakes, packets in the links.
+    pub hs: Handshakes,
+    /// When its first SYN leaves the client.
     pub syn_at: Time,
-    /// When its server sends the first data.
+    /// When its handshake completes if nothing is lost (the paths as they are at the SYN):
+    /// when a rate-limited application starts writing.
     pub start: Time,
     /// The size of its file; `None`: a bulk transfer to the end of the run.
     pub total: Option<Bytes>,
@@ -80,11 +91,16 @@ pub struct Conn {
     pub rejoins: u32,
     started: bool,
     pub(crate) done: bool,
-    /// A competing flow before its SYN: built for idle paths, to be built again.
+    /// Before its first SYN.
     pub(crate) syn_pending: bool,
 }
 
 impl Conn {
+    /// Whether the request has reached the server.
+    pub(crate) fn started(&self) -> bool {
+        self.started
+    }
+
     /// The request reaches the server: it starts sending (once).
     pub(crate) fn start_once(&mut self, now: Time) {
         if !self.started {
@@ -99,34 +115,14 @@ impl Conn {
         // Handshake timing from the paths as they are when the SYN leaves: their delays and
         // rates, and the queues a SYN and a SYN-ACK wait behind (none on idle paths), on
         // every link of the route.
-        let one_way = |p: usize, data: bool| net.one_way(p, data);
-        let hs_rtt = |p: usize| one_way(p, true) + one_way(p, false);
-        let up_delay = |p: usize| one_way(p, false);
-        let rtt0 = hs_rtt(paths[0]);
-        let start = spec.syn_at + rtt0 + up_delay(paths[0]);
-        let handshakes: Vec<Handshake> = paths
-            .iter()
-            .enumerate()
-            .map(|(i, &p)| Handshake {
-                syn_sent: if i == 0 {
-                    spec.syn_at
-                } else {
-                    spec.syn_at + rtt0
-                },
-                up: one_way(p, false),
-                down: one_way(p, true),
-            })
-            .collect();
+        // The subflows are established by their handshakes' packets (`handshake.rs`).
+        let (rtt0, up0) = net.handshake(paths[0]);
+        let start = spec.syn_at + rtt0 + up0;
         let subflows = paths
             .iter()
-            .enumerate()
-            .map(|(i, &p)| SubflowConfig {
-                established_at: if i == 0 {
-                    start
-                } else {
-                    spec.syn_at + rtt0 + hs_rtt(p) + up_delay(p)
-                },
-                handshake_rtt: hs_rtt(p),
+            .map(|&p| SubflowConfig {
+                established_at: Time::MAX,
+                handshake_rtt: Dur::ZERO,
                 backup: cfg.paths[p].backup,
             })
             .collect();
@@ -156,11 +152,11 @@ impl Conn {
             },
             spec.cc.build(),
             spec.sched,
-            start,
+            spec.syn_at,
         );
         Conn {
             mptcp: spec.mptcp,
-            handshakes,
+            hs: Handshakes::new(spec.mptcp, paths.len()),
             server,
             client,
             drops: vec![Drops::default(); paths.len()],
@@ -217,8 +213,8 @@ impl Net<'_> {
             .fold(Dur::ZERO, |a, b| a + b)
     }
 
-    /// An MP_JOIN over path `p` now: its round trip (SYN, SYN-ACK) and the third ACK's way
-    /// to the server, after which the server may send on the subflow.
+    /// A handshake over path `p` now, if nothing is lost: its round trip (SYN, SYN-ACK) and
+    /// the third ACK's way to the server.
     pub(crate) fn handshake(&self, p: usize) -> (Dur, Dur) {
         let up = self.one_way(p, false);
         (self.one_way(p, true) + up, up)

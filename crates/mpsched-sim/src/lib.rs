@@ -7,6 +7,7 @@ pub mod component;
 pub mod conn;
 pub mod contract;
 pub mod event;
+pub mod handshake;
 pub mod schema;
 pub mod sim;
 pub mod summary;

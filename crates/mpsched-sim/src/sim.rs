@@ -15,7 +15,8 @@ use crate::app::App;
 use crate::capture::{Capture, Vantage};
 use crate::component::{Component, Components};
 use crate::config::{Config, Protocol, Workload};
-use crate::conn::{Conn, ConnSpec, Net, SimLink, Tagged};
+use crate::conn::{Conn, ConnSpec, Item, Net, SimLink, Tagged};
+use crate::handshake::{Event as HsEvent, HsPacket};
 use crate::event::EventList;
 use crate::summary::{self, Summary};
 use crate::trace_out::{Sink, Tracer};
@@ -56,6 +57,8 @@ pub struct Simulation {
     routes: Vec<Route>,
     /// Some path crosses a shared link (else every route is the path's own link).
     shared_links: bool,
+    /// Paths whose client address is gone (`state = "gone"`): no subflow opens there.
+    absent: Vec<bool>,
     /// Files not yet delivered; the run ends when none is left, if the main connection
     /// transfers a file.
     files_pending: usize,
@@ -111,6 +114,7 @@ impl Simulation {
             .collect();
         let routes = cfg.routes();
         let shared_links = cfg.has_shared_links();
+        let n_paths = cfg.paths.len();
         let net = Net {
             links: &links,
             routes: &routes,
@@ -177,7 +181,6 @@ impl Simulation {
             _ => None,
         };
         for k in 0..cfg.flows.len() {
-            // Built again when its SYN leaves, from the paths as they are then.
             let mut c = Conn::flow(&cfg, k, net)?;
             c.syn_pending = true;
             conns.push(c);
@@ -192,9 +195,9 @@ impl Simulation {
 
         let ids = Components::new(links.len());
         let mut events = EventList::new(ids.count(conns.len()));
+        // Each connection begins with its client's first SYN.
         for (k, c) in conns.iter().enumerate() {
-            let first = if c.syn_pending { c.syn_at } else { c.start };
-            events.schedule(ids.id(Component::Server(k)), first);
+            events.schedule(ids.id(Component::Handshake(k)), c.syn_at);
         }
         if let Some(c) = changes.first() {
             events.schedule(ids.id(Component::Schedule), at(c));
@@ -209,6 +212,7 @@ impl Simulation {
             links,
             routes,
             shared_links,
+            absent: vec![false; n_paths],
             files_pending,
             app,
             changes,
@@ -356,15 +360,14 @@ impl Simulation {
                         self.schedule(Component::Sampler, t + d);
                     }
                 }
-                Component::Server(k) | Component::Client(k) if self.conns[k].syn_pending => {
-                    self.open_flow(k, c)
-                }
-                Component::Server(k) => {
-                    let conn = &mut self.conns[k];
-                    conn.start_once(t);
-                    conn.server.handle_timeout(t);
+                Component::Handshake(k) => self.on_handshake_timer(k),
+                // Before the request arrives (the first subflow's third ACK) the server has
+                // nothing to send.
+                Component::Server(k) if self.conns[k].started() => {
+                    self.conns[k].server.handle_timeout(t);
                     self.flush_server(k);
                 }
+                Component::Server(_) => {}
                 Component::Client(k) => {
                     self.conns[k].client.handle_timeout(t);
                     self.flush_client(k);
@@ -395,25 +398,83 @@ impl Simulation {
         };
         let (segs, next) = app.write();
         let main = &mut self.conns[0];
-        main.start_once(now);
         main.server.app_write(now, segs);
         self.schedule(Component::App, next);
         self.flush_server(0);
     }
 
-    /// Competing flow `k` sends its SYN: its handshake meets the queues as they are now.
-    fn open_flow(&mut self, k: usize, c: Component) {
-        let net = Net {
-            links: &self.links,
-            routes: &self.routes,
-        };
-        let mut conn = Conn::flow(&self.cfg, k - 1, net).expect("validated");
-        conn.syn_pending = false;
-        if let Some(capture) = self.capture.as_mut() {
-            capture.open(k, &conn);
+    /// Connection `k`'s handshake timer: its first SYN leaves, or a SYN or SYN-ACK goes again.
+    fn on_handshake_timer(&mut self, k: usize) {
+        let now = self.now;
+        if self.conns[k].syn_pending {
+            self.conns[k].syn_pending = false;
+            if let Some(capture) = self.capture.as_mut() {
+                capture.open(k, &self.conns[k]);
+            }
         }
-        self.schedule(c, conn.start);
-        self.conns[k] = conn;
+        let conn = &mut self.conns[k];
+        let mut out = Vec::new();
+        if !conn.hs.started(0) {
+            out.push(conn.hs.connect(now, 0));
+        }
+        conn.hs.on_timeout(now, &mut out);
+        for p in out {
+            self.send_hs(k, p);
+        }
+        self.rearm_handshake(k);
+    }
+
+    fn rearm_handshake(&mut self, k: usize) {
+        if let Some(t) = self.conns[k].hs.poll_timeout() {
+            self.schedule(Component::Handshake(k), t.max(self.now));
+        }
+    }
+
+    /// A handshake packet of connection `k` reached its host.
+    fn on_hs_packet(&mut self, k: usize, p: HsPacket) {
+        let now = self.now;
+        let conn = &mut self.conns[k];
+        let (answer, event) = conn.hs.on_packet(now, &p);
+        if let Some(a) = answer {
+            self.send_hs(k, a);
+        }
+        match event {
+            // The first subflow is up: the client opens the others (MP_JOIN), on the paths
+            // whose address it has.
+            Some(HsEvent::ClientEstablished { subflow: 0 }) if self.conns[k].mptcp => {
+                for sf in 1..self.conns[k].paths.len() {
+                    if !self.absent[self.conns[k].paths[sf]] && !self.conns[k].hs.started(sf) {
+                        let syn = self.conns[k].hs.connect(now, sf);
+                        self.send_hs(k, syn);
+                    }
+                }
+            }
+            Some(HsEvent::ServerEstablished { subflow, rtt }) => {
+                let conn = &mut self.conns[k];
+                conn.server.establish(now, subflow, rtt);
+                if subflow == 0 {
+                    // The third ACK brings the request along.
+                    conn.start_once(now);
+                }
+                if conn.started() {
+                    conn.server.handle_timeout(now);
+                }
+                self.flush_server(k);
+            }
+            _ => {}
+        }
+        self.rearm_handshake(k);
+    }
+
+    /// Puts a handshake packet of connection `k` on its subflow's path.
+    fn send_hs(&mut self, k: usize, p: HsPacket) {
+        let path = self.conns[k].paths[p.subflow as usize];
+        let data = !p.from_client();
+        let l = self.routes[path].links(data)[0];
+        if let Some(c) = self.capture.as_mut() {
+            c.hs_sent(self.now, k, &p);
+        }
+        self.forward(l, k, 0, Item::Hs(p), data);
     }
 
     fn summary(&self, wall_s: f64) -> Summary {
@@ -441,16 +502,26 @@ impl Simulation {
 
     fn on_link(&mut self, l: usize) {
         let now = self.now;
-        while let Some(Tagged { conn: k, hop, pkt }) = self.links[l].poll_deliver(now) {
+        while let Some(Tagged { conn: k, hop, item }) = self.links[l].poll_deliver(now) {
             let k = k as usize;
             let data = l.is_multiple_of(2);
             if self.shared_links {
-                let route = self.routes[self.conns[k].paths[pkt.subflow as usize]].links(data);
+                let route = self.routes[self.conns[k].paths[item.subflow()]].links(data);
                 if let Some(&next) = route.get(hop as usize + 1) {
-                    self.forward(next, k, hop + 1, pkt, data);
+                    self.forward(next, k, hop + 1, item, data);
                     continue;
                 }
             }
+            let pkt = match item {
+                Item::Seg(pkt) => pkt,
+                Item::Hs(p) => {
+                    if let Some(c) = self.capture.as_mut() {
+                        c.hs_delivered(now, k, &p);
+                    }
+                    self.on_hs_packet(k, p);
+                    continue;
+                }
+            };
             if let Some(c) = self.capture.as_mut() {
                 c.delivered(now, k, &pkt);
             }
@@ -487,9 +558,11 @@ impl Simulation {
 
     #[inline(never)]
     fn take_aqm_drops(&mut self, l: usize) {
-        for Tagged { conn, pkt, .. } in self.links[l].take_dropped() {
-            let d = &mut self.conns[conn as usize].drops[pkt.subflow as usize];
-            if l.is_multiple_of(2) {
+        for Tagged { conn, item, .. } in self.links[l].take_dropped() {
+            let d = &mut self.conns[conn as usize].drops[item.subflow()];
+            if matches!(item, Item::Hs(_)) {
+                d.handshake += 1;
+            } else if l.is_multiple_of(2) {
                 d.queue += 1;
             } else {
                 d.ack_queue += 1;
@@ -514,21 +587,23 @@ impl Simulation {
         if let Some(c) = self.capture.as_mut() {
             c.sent(self.now, k, &pkt);
         }
-        self.forward(l, k, 0, pkt, data);
+        self.forward(l, k, 0, Item::Seg(pkt), data);
     }
 
     /// Puts a packet of connection `k` on link `l`, hop `hop` of its route.
-    fn forward(&mut self, l: usize, k: usize, hop: u32, pkt: Packet, data: bool) {
-        let sf = pkt.subflow as usize;
+    fn forward(&mut self, l: usize, k: usize, hop: u32, item: Item, data: bool) {
+        let sf = item.subflow();
+        let handshake = matches!(item, Item::Hs(_));
         let tagged = Tagged {
             conn: k as u32,
             hop,
-            pkt,
+            item,
         };
         let result = self.links[l].enqueue(self.now, tagged);
         let d = &mut self.conns[k].drops[sf];
         match (result, data) {
             (Ok(()), _) => {}
+            (Err(_), _) if handshake => d.handshake += 1,
             (Err(Drop::QueueFull), true) => d.queue += 1,
             (Err(Drop::Random), true) => d.random += 1,
             (Err(Drop::QueueFull), false) => d.ack_queue += 1,
@@ -573,9 +648,11 @@ impl Simulation {
                     link.set_jitter(now, j);
                 }
                 if let Some(up) = change.up {
-                    for Tagged { conn, pkt, .. } in link.set_up(now, up) {
-                        let d = &mut self.conns[conn as usize].drops[pkt.subflow as usize];
-                        if l == down(c.path) {
+                    for Tagged { conn, item, .. } in link.set_up(now, up) {
+                        let d = &mut self.conns[conn as usize].drops[item.subflow()];
+                        if matches!(item, Item::Hs(_)) {
+                            d.handshake += 1;
+                        } else if l == down(c.path) {
                             d.outage += 1;
                         } else {
                             d.ack_outage += 1;
@@ -605,6 +682,7 @@ impl Simulation {
     /// to it the path is only down.
     fn set_present(&mut self, p: usize, present: bool) {
         let now = self.now;
+        self.absent[p] = !present;
         for k in 0..self.conns.len() {
             let conn = &self.conns[k];
             if conn.syn_pending || !conn.mptcp || conn.paths.len() < 2 {
@@ -613,24 +691,25 @@ impl Simulation {
             let Some(sf) = conn.paths.iter().position(|&q| q == p) else {
                 continue;
             };
+            let conn = &mut self.conns[k];
+            // Whatever handshake was under way there is over.
+            conn.hs.restart(sf);
             if present {
-                let net = Net {
-                    links: &self.links,
-                    routes: &self.routes,
-                };
-                let (hs_rtt, up_delay) = net.handshake(p);
-                let conn = &mut self.conns[k];
-                conn.server
-                    .open_subflow(now, sf, now + hs_rtt + up_delay, hs_rtt);
+                conn.server.reopen_subflow(sf);
                 conn.client.open_subflow(sf);
                 conn.rejoins += 1;
+                // Before the first subflow is up, the join waits for it.
+                if conn.hs.open() {
+                    let syn = conn.hs.connect(now, sf);
+                    self.send_hs(k, syn);
+                }
             } else {
-                let conn = &mut self.conns[k];
                 conn.client.close_subflow(sf);
                 conn.server.close_subflow(now, sf);
             }
             self.flush_server(k);
             self.flush_client(k);
+            self.rearm_handshake(k);
         }
     }
 }

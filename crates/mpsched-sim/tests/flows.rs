@@ -68,7 +68,8 @@ fn tcp_flows_on_one_bottleneck_fill_it_and_share_it_fairly() {
 fn a_file_within_the_initial_window_takes_two_round_trips() {
     // On an idle 10 Mbit/s path of RTT 50 ms, ten full segments (Linux's initial window):
     // SYN, SYN-ACK, request, then the ten segments back to back. Completion from the SYN =
-    // 2 x RTT + three 64-byte handshake packets + ten 1,500-byte packets serialized.
+    // 2 x RTT + the three handshake packets (SYN and SYN-ACK of 60 bytes with their options,
+    // the ACK of 52) + ten 1,500-byte packets serialized.
     let mut c = tcp(
         vec![
             path("a", 30 * MBPS, 20 * MS, QueueSpec::TimeNs(50 * MS), 0.0),
@@ -81,7 +82,7 @@ fn a_file_within_the_initial_window_takes_two_round_trips() {
     c.flows = vec![tcp_flow(2 * S, Some(10 * 1448), 1)];
     let s = run(c);
     let tx = |bytes: f64| bytes * 8.0 / 10e6;
-    let expected = 2.0 * 0.050 + 3.0 * tx(64.0) + 10.0 * tx(1500.0);
+    let expected = 2.0 * 0.050 + tx(60.0 + 60.0 + 52.0) + 10.0 * tx(1500.0);
     let f = &s.flows[1];
     assert_eq!(f.paths, vec!["b".to_string()]);
     assert_eq!(f.start_s, 2.0);

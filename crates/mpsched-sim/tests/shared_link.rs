@@ -93,9 +93,10 @@ fn one_flow_through_a_chain_gets_the_slowest_link_and_every_link_delay() {
         s.goodput_mbps
     );
     // A full segment at 10 and 100 Mbit/s, an ACK (66 bytes) back at both.
-    // The least RTT is the handshake's: a 64-byte SYN and SYN-ACK serialized at both
-    // links each way, and every link's delay.
-    let syn_ms = 2.0 * (64.0 * 8.0 / 10e6 + 64.0 * 8.0 / 100e6) * 1e3;
+    // The least RTT is the handshake's, as the server measures it: its SYN-ACK (60 bytes)
+    // down and the client's ACK (52) up, each serialized at both links, and every link's
+    // delay.
+    let syn_ms = (60.0 + 52.0) * 8.0 * (1.0 / 10e6 + 1.0 / 100e6) * 1e3;
     let min = 40.0 + syn_ms;
     let sf = &s.subflows[0];
     assert!(

@@ -460,25 +460,32 @@ impl Sender {
         self.push(now);
     }
 
-    /// A closed subflow `i` opens again on its path (a new address: MP_JOIN), as a new TCP
-    /// connection established at `established_at`, its handshake having measured
-    /// `handshake_rtt`. Its counters carry on.
-    pub fn open_subflow(&mut self, now: Time, i: usize, established_at: Time, handshake_rtt: Dur) {
+    /// A closed subflow `i` may open again on its path (its address came back): a new TCP
+    /// connection, whose handshake `establish` completes. Its counters carry on.
+    pub fn reopen_subflow(&mut self, i: usize) {
         if i >= self.subflows.len() || !self.closed.contains(i) {
             return;
         }
         self.closed.remove(i);
         self.gens[i] = self.gens[i].wrapping_add(1);
+    }
+
+    /// Subflow `i`'s handshake completed at `now` (the third ACK reached the server), having
+    /// measured `handshake_rtt`: the server may send on it.
+    pub fn establish(&mut self, now: Time, i: usize, handshake_rtt: Dur) {
+        if i >= self.subflows.len() || self.closed.contains(i) || self.established(i, now) {
+            return;
+        }
         let stats = std::mem::take(&mut self.subflows[i].stats);
-        let mut sf = SubflowTx::new(i as u8, established_at);
+        let mut sf = SubflowTx::new(i as u8, now);
         sf.set_loss_recovery(self.cfg.loss_recovery);
         sf.seed_rtt(handshake_rtt);
         self.cc.init(i, &mut sf.cc, now);
         sf.expand_sndbuf(self.cfg.sndbuf.0);
         sf.stats = stats;
         self.subflows[i] = sf;
-        self.cfg.subflows[i].established_at = established_at;
-        self.last_join = self.last_join.max(established_at);
+        self.cfg.subflows[i].established_at = now;
+        self.last_join = self.last_join.max(now);
         self.views_joined = false;
     }
 
