@@ -311,7 +311,6 @@ impl Capture {
             self.failed = true;
         }
     }
-
 }
 
 /// Handshake packet `p` of subflow `sf` as a TCP segment: SYN, SYN-ACK, third ACK (MP_CAPABLE

@@ -3,11 +3,11 @@
 //! its SYN leaves.
 
 use crate::config::{Config, Protocol};
+use crate::handshake::{Handshakes, HsPacket};
 use mpsched_core::cc::CcKind;
 use mpsched_core::conn::sender::SubflowConfig;
 use mpsched_core::conn::{Receiver, ReceiverConfig, Sender, SenderConfig};
 use mpsched_core::link::{HasWireLen, Link};
-use crate::handshake::{HsPacket, Handshakes};
 use mpsched_core::packet::Packet;
 use mpsched_core::sched;
 use mpsched_core::{Bytes, Dur, Time};

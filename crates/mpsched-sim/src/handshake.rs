@@ -59,7 +59,7 @@ pub fn wire_len(stage: Stage, mptcp: bool, join: bool) -> u32 {
         Stage::JoinAck => (10, 0),
     };
     let options = options + if mptcp { mptcp_option } else { 0 };
-    40 + (options + 3) / 4 * 4
+    40 + options.div_ceil(4) * 4
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -184,8 +184,8 @@ impl Handshakes {
                 side.timer = None;
                 side.peer_ts = p.ts_val;
                 let rtt = now - p.ts_ecr;
-                let answer = (self.mptcp && sf > 0)
-                    .then(|| self.packet(sf, Stage::JoinAck, now, p.ts_val));
+                let answer =
+                    (self.mptcp && sf > 0).then(|| self.packet(sf, Stage::JoinAck, now, p.ts_val));
                 (answer, Some(Event::ServerEstablished { subflow: sf, rtt }))
             }
             _ => (None, None),

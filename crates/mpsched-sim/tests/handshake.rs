@@ -23,7 +23,13 @@ fn state(at_ns: u64, up: bool) -> Change {
 /// bytes, the ACK of 52) and ten 1,500-byte packets serialized.
 fn ten_segments() -> (Config, f64) {
     let mut c = scenario(
-        vec![path("p", 10 * MBPS, 50 * MS, QueueSpec::TimeNs(50 * MS), 0.0)],
+        vec![path(
+            "p",
+            10 * MBPS,
+            50 * MS,
+            QueueSpec::TimeNs(50 * MS),
+            0.0,
+        )],
         "minrtt",
         20 * S,
     );
@@ -47,7 +53,10 @@ fn a_lost_syn_costs_the_initial_timeout() {
     let s = Simulation::new(lost, false).unwrap().run().summary;
     let got = s.completion_s.unwrap();
     assert!((got - (1.0 + lossless)).abs() < 1e-6, "{got}");
-    assert_eq!(s.subflows[0].outage_drops, 0, "the SYN is not a data packet");
+    assert_eq!(
+        s.subflows[0].outage_drops, 0,
+        "the SYN is not a data packet"
+    );
     // Down until 2.5 s: the SYNs at 0 and 1 s are lost, the one at 3 s gets through.
     let mut lost = c;
     lost.paths[0].schedule = vec![state(0, false), state(2500 * MS, true)];
