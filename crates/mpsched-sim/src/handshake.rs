@@ -51,7 +51,7 @@ impl HsPacket {
 /// MPTCP's (MP_CAPABLE: 4, 12 with the server's key, 20 with both; MP_JOIN: 12, 16, 24), padded
 /// to 4 bytes; `capture.rs` checks them against the headers it encodes.
 pub fn wire_len(stage: Stage, mptcp: bool, join: bool) -> u32 {
-    let syn_options = 4 + 2 + 10 + 3;
+    let syn_options: u32 = 4 + 2 + 10 + 3;
     let (options, mptcp_option) = match stage {
         Stage::Syn => (syn_options, if join { 12 } else { 4 }),
         Stage::SynAck => (syn_options, if join { 16 } else { 12 }),
