@@ -31,20 +31,35 @@ impl Item {
     }
 }
 
-/// A packet on a link, with the index of the connection it belongs to and where it is on its
-/// path's route (index into `Route::links`).
+/// A packet on a link, with the index of the connection it belongs to (at most 10,001
+/// connections, `Config::validate`), where it is on its path's route (index into
+/// `Route::links`) and its size on the wire, read at every step of the link.
 pub struct Tagged {
-    pub conn: u32,
-    pub hop: u32,
+    pub conn: u16,
+    pub hop: u16,
+    wire_len: u32,
     pub item: Item,
 }
 
-impl HasWireLen for Tagged {
-    fn wire_len(&self) -> u32 {
-        match &self.item {
+impl Tagged {
+    pub fn new(conn: usize, hop: u16, item: Item) -> Tagged {
+        let wire_len = match &item {
             Item::Seg(p) => p.wire_len,
             Item::Hs(h) => h.wire_len,
+        };
+        Tagged {
+            conn: conn as u16,
+            hop,
+            wire_len,
+            item,
         }
+    }
+}
+
+impl HasWireLen for Tagged {
+    #[inline]
+    fn wire_len(&self) -> u32 {
+        self.wire_len
     }
     /// A subflow of a connection is a TCP flow (its own ports).
     fn flow_key(&self) -> u64 {

@@ -502,7 +502,10 @@ impl Simulation {
 
     fn on_link(&mut self, l: usize) {
         let now = self.now;
-        while let Some(Tagged { conn: k, hop, item }) = self.links[l].poll_deliver(now) {
+        while let Some(Tagged {
+            conn: k, hop, item, ..
+        }) = self.links[l].poll_deliver(now)
+        {
             let k = k as usize;
             let data = l.is_multiple_of(2);
             if self.shared_links {
@@ -591,14 +594,10 @@ impl Simulation {
     }
 
     /// Puts a packet of connection `k` on link `l`, hop `hop` of its route.
-    fn forward(&mut self, l: usize, k: usize, hop: u32, item: Item, data: bool) {
+    fn forward(&mut self, l: usize, k: usize, hop: u16, item: Item, data: bool) {
         let sf = item.subflow();
         let handshake = matches!(item, Item::Hs(_));
-        let tagged = Tagged {
-            conn: k as u32,
-            hop,
-            item,
-        };
+        let tagged = Tagged::new(k, hop, item);
         let result = self.links[l].enqueue(self.now, tagged);
         let d = &mut self.conns[k].drops[sf];
         match (result, data) {

@@ -161,10 +161,12 @@ impl Sender {
         data.write();
         let n = subflows.len();
         let cfg_trace = cfg.trace;
+        // A subflow not yet established (`Time::MAX`: its handshake will tell) joins later.
         let last_join = cfg
             .subflows
             .iter()
             .map(|s| s.established_at)
+            .filter(|&t| t != Time::MAX)
             .max()
             .unwrap_or(Time::ZERO);
         Sender {
