@@ -76,7 +76,19 @@ impl Segment {
     pub fn encode(&self, out: &mut Vec<u8>) -> u32 {
         let ip_at = out.len();
         let mut opts = Vec::with_capacity(MAX_OPTIONS);
-        for o in &self.options {
+        let mut options = self.options.iter().peekable();
+        while let Some(o) = options.next() {
+            // A SYN's SACK-permitted and timestamps share one word pair, without the NOPs
+            // (Linux `tcp_options_write`): its SYN is 60 bytes, not 64.
+            if let (TcpOption::SackPermitted, Some(TcpOption::Timestamps(val, ecr))) =
+                (o, options.peek())
+            {
+                opts.extend_from_slice(&[4, 2, 8, 10]);
+                opts.extend_from_slice(&val.to_be_bytes());
+                opts.extend_from_slice(&ecr.to_be_bytes());
+                options.next();
+                continue;
+            }
             o.encode(&mut opts);
         }
         // End-of-options padding to a whole word.
@@ -167,6 +179,23 @@ mod tests {
             ],
             payload_len: 0,
         }
+    }
+
+    #[test]
+    fn a_syn_is_laid_out_as_linux_writes_it() {
+        let mut syn = segment();
+        syn.flags = SYN;
+        syn.options = vec![
+            TcpOption::Mss(1460),
+            TcpOption::SackPermitted,
+            TcpOption::Timestamps(1, 0),
+            TcpOption::WindowScale(7),
+        ];
+        let mut out = vec![];
+        // MSS (4), SACK-permitted and timestamps in three words (12), NOP and window scale (4).
+        assert_eq!(syn.encode(&mut out), 60);
+        assert_eq!(&out[40..48], &[2, 4, 5, 180, 4, 2, 8, 10]);
+        assert_eq!(&out[56..60], &[1, 3, 3, 7]);
     }
 
     #[test]
