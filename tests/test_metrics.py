@@ -131,6 +131,24 @@ def test_delivery_times_follow_from_send_times(fixture: str, request) -> None:
         rate, delay = path["down"]["rate_bps"], path["down"]["delay_ns"]
         mine = np.flatnonzero(seg["subflow"].to_numpy() == sf)
         free = 0
+        if sf > 0 and result.scenario["protocol"] == "mptcp":
+            # The server acknowledges an MP_JOIN's third ACK (52 bytes) when the subflow opens,
+            # ahead of its data: the handshakes cross idle links, the first subflow's SYN (64
+            # bytes) and SYN-ACK (72), then this subflow's SYN (72), SYN-ACK and ACK (76 each).
+            paths = result.scenario["paths"]
+
+            def one_way(p: dict, direction: str, size: int) -> int:
+                link = p[direction]
+                return link["delay_ns"] + -(-size * 8 * 10**9 // link["rate_bps"])
+
+            opened = (
+                one_way(paths[0], "up", 64)
+                + one_way(paths[0], "down", 72)
+                + one_way(path, "up", 72)
+                + one_way(path, "down", 76)
+                + one_way(path, "up", 76)
+            )
+            free = opened + -(-52 * 8 * 10**9 // rate)
         for i in mine[np.lexsort((dseq[mine], sent[mine]))]:
             header = traces.data_header_bytes(result.scenario["protocol"])
             wire = int(seg["len_bytes"].iat[i]) + header
