@@ -532,3 +532,22 @@ def test_out_of_tree_stack_holds_acks_on_the_fast_subflow() -> None:
     assert held("upstream") == [0, 0]
     wifi, _ = held("out-of-tree")
     assert wifi > 1000
+
+
+def test_the_queues_own_drops_are_sampled_with_their_backlog() -> None:
+    """CoDel's drops at the head of the queue and a full drop-tail queue's, in the subflows
+    table: the last sample counts what the summary counts."""
+    for aqm, queue in (("codel", "1MB"), ("droptail", "30KB")):
+        raw = {
+            "duration": "10s",
+            "connection": {"protocol": "tcp"},
+            "path": [{"name": "p", "rate": "20Mbps", "rtt": "40ms", "queue": queue, "aqm": aqm}],
+        }
+        result = mpsched.run(raw, trace=True)
+        rows = result.table("subflows").to_pandas()
+        last = rows.iloc[-1]
+        drops = result.summary["subflows"][0]["queue_drops"]
+        assert drops > 0 and last["queue_drops"] == drops, (aqm, last, drops)
+        assert last["aqm_drops"] == (drops if aqm == "codel" else 0), aqm
+        # Cumulative counts never go down.
+        assert (rows["queue_drops"].diff().dropna() >= 0).all()

@@ -93,6 +93,8 @@ struct SubflowSamples {
     bytes_sent: Vec<u64>,
     bytes_delivered: Vec<u64>,
     queue_bytes: Vec<u64>,
+    queue_drops: Vec<u64>,
+    aqm_drops: Vec<u64>,
 }
 
 #[derive(Default)]
@@ -149,7 +151,11 @@ impl Tracer {
             s.in_flight_segments.push(sf.in_flight());
             s.bytes_sent.push(sf.stats.bytes_sent);
             s.bytes_delivered.push(client.stats.delivered_by_subflow[i]);
-            s.queue_bytes.push(links[2 * i].backlog_bytes());
+            let link = &links[2 * i];
+            s.queue_bytes.push(link.backlog_bytes());
+            let stats = link.stats();
+            s.queue_drops.push(stats.queue_drops + stats.aqm_drops);
+            s.aqm_drops.push(stats.aqm_drops);
         }
         let c = &mut self.conn;
         c.t_ns.push(now.as_nanos());
@@ -217,6 +223,8 @@ impl Tracer {
                     Column::U64(s.bytes_sent),
                     Column::U64(s.bytes_delivered),
                     Column::U64(s.queue_bytes),
+                    Column::U64(s.queue_drops),
+                    Column::U64(s.aqm_drops),
                 ],
             ));
         }

@@ -60,6 +60,8 @@ pub const SUBFLOWS: Table = Table {
         col("bytes_sent", "u64", "byte", "cumulative payload sent, retransmissions included"),
         col("bytes_delivered", "u64", "byte", "cumulative application bytes whose delivered copy came on this subflow"),
         col("queue_bytes", "u64", "byte", "backlog of the path's data-direction bottleneck queue (packet in service included, wire bytes)"),
+        col("queue_drops", "u64", "packet", "packets that queue has dropped so far, every flow's: at its tail (full) or by its AQM"),
+        col("aqm_drops", "u64", "packet", "of those, the AQM's (CoDel, FQ-CoDel: dropped at the head after waiting too long)"),
     ],
 };
 
