@@ -67,9 +67,12 @@ enum Host {
     Client,
 }
 
-/// One subflow's numbering on the wire.
+/// One subflow's numbering on the wire (of its current incarnation: a subflow opened again
+/// after its address came back is a new TCP connection, with its own port and numbers).
 struct SubflowWire {
     path: usize,
+    gen: u8,
+    client_port: u16,
     client_isn: u32,
     server_isn: u32,
     client_nonce: u32,
@@ -82,7 +85,9 @@ struct SubflowWire {
 /// One connection's numbering on the wire.
 struct ConnWire {
     mptcp: bool,
-    client_port: u16,
+    /// The connection's index, and the seed of its subflows' numbers.
+    k: usize,
+    seed: u64,
     client_key: u64,
     server_key: u64,
     /// The initial data sequence numbers of each side's data (RFC 8684 3.1).
@@ -94,7 +99,46 @@ struct ConnWire {
     subflows: Vec<SubflowWire>,
 }
 
+impl SubflowWire {
+    fn new(seed: u64, k: usize, sf: usize, gen: u8, path: usize) -> SubflowWire {
+        let mut rng = seed
+            ^ ((k as u64) << 20 | (sf as u64) << 8 | u64::from(gen))
+                .wrapping_mul(0xD6E8_FEB8_6659_FD93);
+        let mut next = || splitmix(&mut rng) as u32;
+        SubflowWire {
+            path,
+            gen,
+            client_port: client_port(k, gen),
+            client_isn: next(),
+            server_isn: next(),
+            client_nonce: next(),
+            server_nonce: next(),
+            short: None,
+            ip_id: [0, 0],
+        }
+    }
+}
+
+/// Connection `k`'s client port for incarnation `gen` of a subflow: 40000 + k at first, then
+/// from 1024 up, distinct for every connection up to the third return of an address.
+fn client_port(k: usize, gen: u8) -> u16 {
+    if gen == 0 {
+        CLIENT_PORT + k as u16
+    } else {
+        (1024 + (k + 10_001 * (usize::from(gen) - 1)) % 38_976) as u16
+    }
+}
+
 impl ConnWire {
+    /// Subflow `sf`'s numbers for incarnation `gen`: drawn afresh when it changes.
+    fn incarnation(&mut self, sf: usize, gen: u8) {
+        let s = &mut self.subflows[sf];
+        if s.gen == gen {
+            return;
+        }
+        *s = SubflowWire::new(self.seed, self.k, sf, gen, s.path);
+    }
+
     /// Byte offset of subflow segment `seq` in the subflow's sequence space.
     fn subflow_offset(&self, sf: usize, seq: u64) -> u64 {
         let shortfall = match self.subflows[sf].short {
@@ -172,7 +216,8 @@ impl Capture {
         let mss = u64::from(conn.server.data().mss());
         let wire = ConnWire {
             mptcp: conn.mptcp,
-            client_port: CLIENT_PORT + k as u16,
+            k,
+            seed: next(),
             client_key,
             server_key,
             server_idsn: mptcp::idsn(server_key),
@@ -181,20 +226,12 @@ impl Capture {
             total: conn
                 .total
                 .map(|b| (b.0, b.0.div_ceil(mss).saturating_sub(1))),
-            subflows: conn
-                .paths
-                .iter()
-                .map(|&path| SubflowWire {
-                    path,
-                    client_isn: next() as u32,
-                    server_isn: next() as u32,
-                    client_nonce: next() as u32,
-                    server_nonce: next() as u32,
-                    short: None,
-                    ip_id: [0, 0],
-                })
-                .collect(),
+            subflows: Vec::new(),
         };
+        let mut wire = wire;
+        wire.subflows = (conn.paths.iter().enumerate())
+            .map(|(sf, &path)| SubflowWire::new(wire.seed, k, sf, 0, path))
+            .collect();
         if self.conns.len() <= k {
             self.conns.resize_with(k + 1, || None);
         }
@@ -220,10 +257,11 @@ impl Capture {
     }
 
     fn write_hs(&mut self, now: Time, k: usize, p: &HsPacket) {
-        let Some(c) = self.conns.get(k).and_then(Option::as_ref) else {
+        let Some(c) = self.conns.get_mut(k).and_then(Option::as_mut) else {
             return;
         };
         let sf = p.subflow as usize;
+        c.incarnation(sf, p.gen);
         let seg = hs_segment(c, sf, p);
         let from = if p.from_client() {
             Host::Client
@@ -248,6 +286,7 @@ impl Capture {
         if let (Some(c), Payload::Data(d)) =
             (self.conns.get_mut(k).and_then(Option::as_mut), &pkt.payload)
         {
+            c.incarnation(pkt.subflow as usize, pkt.gen);
             if u64::from(d.len) < c.mss {
                 c.subflows[pkt.subflow as usize].short = Some((d.seq, d.len));
             }
@@ -281,6 +320,7 @@ impl Capture {
             return;
         };
         let sf = pkt.subflow as usize;
+        c.incarnation(sf, pkt.gen);
         let seg = segment(c, sf, pkt);
         let path = c.subflows[sf].path;
         let interface = interface(
@@ -329,9 +369,9 @@ fn hs_segment(c: &ConnWire, sf: usize, p: &HsPacket) -> Segment {
         (client_addr(path), SERVER)
     };
     let (src_port, dst_port) = if from == Host::Server {
-        (SERVER_PORT, c.client_port)
+        (SERVER_PORT, s.client_port)
     } else {
-        (c.client_port, SERVER_PORT)
+        (s.client_port, SERVER_PORT)
     };
     let (seq, ack, flags) = match p.stage {
         Stage::Syn => (cisn, 0, SYN),
@@ -446,7 +486,7 @@ fn segment(c: &mut ConnWire, sf: usize, pkt: &Packet) -> Segment {
                 dst: client_addr(path),
                 ip_id: *id,
                 src_port: SERVER_PORT,
-                dst_port: c.client_port,
+                dst_port: c.subflows[sf].client_port,
                 seq: sisn.wrapping_add(1).wrapping_add(off as u32),
                 ack: cisn.wrapping_add(1),
                 flags: ACK,
@@ -487,7 +527,7 @@ fn segment(c: &mut ConnWire, sf: usize, pkt: &Packet) -> Segment {
                 src: client_addr(path),
                 dst: SERVER,
                 ip_id: *id,
-                src_port: c.client_port,
+                src_port: c.subflows[sf].client_port,
                 dst_port: SERVER_PORT,
                 seq: cisn.wrapping_add(1),
                 ack,

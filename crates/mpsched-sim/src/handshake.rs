@@ -139,6 +139,15 @@ impl Handshakes {
         };
     }
 
+    /// Subflow `sf`'s address went away: its handshake, if under way, stops (nothing more
+    /// is sent again); `restart` opens a new one when the address returns.
+    pub fn abort(&mut self, sf: usize) {
+        let s = &mut self.subflows[sf];
+        s.client.timer = None;
+        s.server.timer = None;
+        s.started = false;
+    }
+
     /// Whether the connection exists (the client received its first SYN-ACK): a subflow
     /// opens by joining it.
     pub fn open(&self) -> bool {

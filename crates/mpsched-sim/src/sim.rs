@@ -235,14 +235,6 @@ impl Simulation {
         vantage: Vantage,
         out: Box<dyn std::io::Write>,
     ) -> std::io::Result<()> {
-        if self.changes.iter().any(|c| c.present.is_some()) {
-            // A subflow that joins again is a new TCP connection with a handshake of its own,
-            // which the capture does not synthesize yet.
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::Unsupported,
-                "a capture of a run whose paths go away (state = \"gone\") is not supported",
-            ));
-        }
         let names: Vec<String> = self.cfg.paths.iter().map(|p| p.name.clone()).collect();
         let mut capture = Capture::new(out, vantage, &names, self.cfg.seed)?;
         for (k, conn) in self.conns.iter().enumerate() {
@@ -691,9 +683,9 @@ impl Simulation {
                 continue;
             };
             let conn = &mut self.conns[k];
-            // Whatever handshake was under way there is over.
-            conn.hs.restart(sf);
             if present {
+                // A new incarnation, with a handshake of its own.
+                conn.hs.restart(sf);
                 conn.server.reopen_subflow(sf);
                 conn.client.open_subflow(sf);
                 conn.rejoins += 1;
@@ -703,6 +695,7 @@ impl Simulation {
                     self.send_hs(k, syn);
                 }
             } else {
+                conn.hs.abort(sf);
                 conn.client.close_subflow(sf);
                 conn.server.close_subflow(now, sf);
             }

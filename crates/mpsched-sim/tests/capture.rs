@@ -274,3 +274,39 @@ fn a_failed_write_stops_the_run() {
     let at = s.interrupted_at_s.expect("marked interrupted");
     assert!(at < 19.0, "ran on to {at} s");
 }
+
+/// A path whose address goes away and comes back: the subflow that joins again is a new TCP
+/// connection in the capture, with a port, a handshake and sequence numbers of its own.
+#[test]
+fn a_subflow_that_joins_again_has_its_own_port_and_handshake() {
+    let mut c = stms_lab(100 * MS, 4 * S);
+    let presence = |at_ns, present| mpsched_sim::config::Change {
+        at_ns,
+        rate_bps: None,
+        delay_down_ns: None,
+        delay_up_ns: None,
+        jitter_down_ns: None,
+        jitter_up_ns: None,
+        up: None,
+        present: Some(present),
+    };
+    c.paths[1].schedule = vec![presence(S, false), presence(2 * S, true)];
+    let (_, names, packets) = capture(c, Vantage::Sender);
+    let lte = names.iter().position(|n| n == "server lte").unwrap() as u32;
+    const SYN: u8 = 0x02;
+    // The SYNs (MP_JOIN) the server saw on LTE, and the ports that carried data there.
+    let syns: Vec<(u64, u16)> = (packets.iter())
+        .filter(|p| p.interface == lte && p.flags() & SYN != 0 && p.flags() & 0x10 == 0)
+        .map(|p| (p.t_ns, p.src_port()))
+        .collect();
+    assert_eq!(syns.len(), 2, "{syns:?}");
+    assert!(syns[0].0 < S && syns[1].0 >= 2 * S, "{syns:?}");
+    assert_ne!(syns[0].1, syns[1].1, "the same 4-tuple twice");
+    for (from, to, port) in [(0, S, syns[0].1), (2 * S, 4 * S, syns[1].1)] {
+        let data = (packets.iter())
+            .filter(|p| p.interface == lte && is_data(p) && (from..to).contains(&p.t_ns))
+            .filter(|p| p.dst_port() == port)
+            .count();
+        assert!(data > 100, "{data} data packets to port {port}");
+    }
+}
