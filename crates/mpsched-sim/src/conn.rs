@@ -102,8 +102,6 @@ pub struct Conn {
     /// Whether it transfers a file.
     pub file: bool,
     pub drops: Vec<Drops>,
-    /// Subflows that joined again after their address came back.
-    pub rejoins: u32,
     started: bool,
     pub(crate) done: bool,
     /// Before its first SYN.
@@ -180,7 +178,6 @@ impl Conn {
             start,
             total: spec.total,
             file: spec.total.is_some(),
-            rejoins: 0,
             started: false,
             done: false,
             syn_pending: false,

@@ -688,7 +688,6 @@ impl Simulation {
                 conn.hs.restart(sf);
                 conn.server.reopen_subflow(sf);
                 conn.client.open_subflow(sf);
-                conn.rejoins += 1;
                 // Before the first subflow is up, the join waits for it.
                 if conn.hs.open() {
                     let syn = conn.hs.connect(now, sf);

@@ -47,6 +47,9 @@ described_struct! {
         outage_drops: u64 = ["packet",
             "data packets lost to a path outage (`state = \"down\"`: in the link or offered)"],
         ack_outage_drops: u64 = ["packet", "ACKs lost to a path outage"],
+        handshake_drops: u64 = ["packet",
+            "handshake packets (SYN, SYN-ACK, ACK) of this subflow lost, either way, sent again \
+             at Linux's SYN timeouts"],
         loss_rate: f64 = ["fraction", "data packets dropped over data packets sent"],
         srtt_ms: f64 = ["ms", "smoothed RTT at the end of the run"],
         min_rtt_ms: f64 = ["ms", "smallest RTT sample (0: none)"],
@@ -296,6 +299,7 @@ pub fn build(
                 ack_random_drops: d.ack_random,
                 outage_drops: d.outage,
                 ack_outage_drops: d.ack_outage,
+                handshake_drops: d.handshake,
                 loss_rate: if sf.stats.packets_sent == 0 {
                     0.0
                 } else {

@@ -57,6 +57,7 @@ fn a_lost_syn_costs_the_initial_timeout() {
         s.subflows[0].outage_drops, 0,
         "the SYN is not a data packet"
     );
+    assert_eq!(s.subflows[0].handshake_drops, 1);
     // Down until 2.5 s: the SYNs at 0 and 1 s are lost, the one at 3 s gets through.
     let mut lost = c;
     lost.paths[0].schedule = vec![state(0, false), state(2500 * MS, true)];
