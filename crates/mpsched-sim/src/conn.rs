@@ -1,6 +1,6 @@
 //! One connection of a run: its server and client sockets (the core's `Sender` and
-//! `Receiver`), the paths of its subflows, and how it opens over the links as they are when
-//! its SYN leaves.
+//! `Receiver`), the paths of its subflows and their handshakes, and what crosses the links
+//! (`Tagged`: a segment or a handshake packet of one connection).
 
 use crate::config::{Config, Protocol};
 use crate::handshake::{Handshakes, HsPacket};
@@ -94,8 +94,8 @@ pub struct Conn {
     pub hs: Handshakes,
     /// When its first SYN leaves the client.
     pub syn_at: Time,
-    /// When its handshake completes if nothing is lost (the paths as they are at the SYN):
-    /// when a rate-limited application starts writing.
+    /// When its handshake would complete over idle paths with nothing lost: when a
+    /// rate-limited application starts writing.
     pub start: Time,
     /// The size of its file; `None`: a bulk transfer to the end of the run.
     pub total: Option<Bytes>,

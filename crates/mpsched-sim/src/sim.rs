@@ -1,15 +1,17 @@
-//! The discrete-event simulator: a server and a client host joined by paths, each path a link
-//! in each direction. Data flows server -> client (a download, as in the papers).
+//! The discrete-event simulator: a server and a client host joined by paths, each path its own
+//! link in each direction and, beyond it, the shared links it names (`Config::routes`). Data
+//! flows server -> client (a download, as in the papers).
 //!
 //! The main connection has one subflow per path it uses. Competing flows (`Config::flows`) are
 //! further connections between the same hosts over the same paths: their packets share the
 //! links' queues, tagged with the connection they belong to so that each link delivers them
 //! to the right socket.
 //!
-//! Time zero is the main connection's SYN; a competing flow's SYN leaves at its start. A
-//! server starts sending when the request reaches it, one handshake RTT plus the uplink delay
-//! later; further subflows join after their own MP_JOIN handshake, started once the first
-//! subflow is up (RFC 8684 3.2).
+//! Time zero is the main connection's SYN; a competing flow's SYN leaves at its start. The
+//! handshakes are packets in the links (`handshake.rs`): a server starts sending when the
+//! first subflow's third ACK brings the request, and the client starts the other subflows'
+//! MP_JOINs once the first SYN-ACK is in (RFC 8684 3.2). A path's address may go away and come
+//! back (`set_present`): its subflows close, and join again as new incarnations.
 
 use crate::app::App;
 use crate::capture::{Capture, Vantage};
