@@ -137,7 +137,7 @@ fn share_over_phases(cc: &str, tcp_cc: &str) -> f64 {
 /// RFC 6356's goal 2 (do no harm): coupled, the two subflows together take no more than one
 /// TCP flow would at the shared bottleneck; uncoupled, each subflow is a TCP flow and the
 /// connection takes about twice the TCP flow's share. (Issue 18, acceptance 4; the numbers
-/// are in docs/experiments/shared-bottleneck.md: lia 0.74, olia 1.00, cubic 1.91, reno 1.99.)
+/// are in docs/experiments/shared-bottleneck.md: lia 0.64, olia 0.99, cubic 2.14, reno 1.97.)
 #[test]
 fn coupled_congestion_control_is_fair_to_tcp_at_a_shared_bottleneck_and_uncoupled_is_not() {
     let ratio = share_over_phases;
