@@ -392,22 +392,26 @@ def test_a_backup_path_waits_for_the_regular_one_to_fail_on_the_kernel_too() -> 
 
 
 @needs_mptcp
-def test_a_gone_address_closes_its_subflow_and_its_return_joins_a_new_one() -> None:
-    # LTE opens the connection; Wi-Fi's endpoint is deleted at 2 s and added back at 5 s: the
-    # kernel closes the subflow (its FIN is lost on the dead link), LTE carries on, and the
-    # path manager joins a new Wi-Fi subflow at once.
+@pytest.mark.parametrize("first", ["lte", "wifi"])
+def test_a_gone_address_closes_its_subflow_and_its_return_joins_a_new_one(first: str) -> None:
+    # Wi-Fi's endpoint is deleted at 2 s and added back at 5 s (`id 0 ADDRESS` when Wi-Fi's
+    # address opened the connection): the kernel closes the subflow (its FIN is lost on the
+    # dead link), LTE carries on, and the path manager joins a new Wi-Fi subflow at once.
+    order = ["lte", "wifi"] if first == "lte" else ["wifi", "lte"]
     scenario = load(
         ROOT / "scenarios" / "stms-lab.toml",
-        {"duration": "8s", "connection.paths": ["lte", "wifi"], "connection.scheduler": "default"},
+        {"duration": "8s", "connection.paths": order, "connection.scheduler": "default"},
     )
     config = to_native(scenario)
-    config["paths"][1]["schedule"] = [
+    wifi_at = order.index("wifi")
+    config["paths"][wifi_at]["schedule"] = [
         {"at_ns": 2_000_000_000, "present": False},
         {"at_ns": 5_000_000_000, "up": True, "present": True},
     ]
     summary = emulate(config)
     changes = summary["kernel"]["address_changes"]
-    assert [(c["path"], c["present"]) for c in changes] == [(1, False), (1, True)], changes
+    expected = [(wifi_at, False), (wifi_at, True)]
+    assert [(c["path"], c["present"]) for c in changes] == expected, changes
     assert all("error" not in c and c["applied_s"] - c["at_s"] < 0.1 for c in changes), changes
     # LTE took over: no stall of a timeout's length.
     assert summary["longest_stall_ms"] < 1000, summary["longest_stall_ms"]

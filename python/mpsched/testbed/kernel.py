@@ -110,13 +110,6 @@ def check_kernel_support(config: Mapping[str, Any], kernel_scheduler: str | None
             f"connection.congestion: {congestion!r} is not available in this kernel "
             f"(net.ipv4.tcp_available_congestion_control: {' '.join(available_cc)})"
         )
-    first = config["paths"][0].get("schedule", [])
-    if any(c.get("present") is not None for c in first):
-        raise ScenarioError(
-            "path.schedule.state: the testbed takes an address away by deleting its MPTCP "
-            "endpoint; the first path's address opens the connection and has none, so only "
-            "the other paths can be `gone`"
-        )
     if config["protocol"] != "mptcp":
         return "default"
     scheduler = kernel_scheduler or str(config["scheduler"])

@@ -169,6 +169,8 @@ class Testbed:
         self.header_trace = header_trace
         self.pcap = pcap
         self.paths = list(self.config["paths"])
+        # Which paths' addresses have a `subflow` endpoint now (not the first's at first).
+        self._endpoint_added = [False] * len(self.paths)
         self.protocol = str(self.config["protocol"])
         self.run_id = secrets.token_hex(3)
         self.client_ns = f"{NS_PREFIX}{self.run_id}-c"
@@ -300,6 +302,7 @@ class Testbed:
         backup = ["backup"] if self.paths[p].get("backup") else []
         self.ip(self.client_ns, "mptcp", "endpoint", "add", client_addr(p),
                 "dev", self.client_dev(p), "id", str(p + 1), "subflow", *backup)  # fmt: skip
+        self._endpoint_added[p] = True
 
     def address_changes(self, epoch_ns: int) -> list[dict[str, Any]]:
         """Applies the paths' `gone` and returning addresses (`present` in a schedule) at
@@ -323,8 +326,13 @@ class Testbed:
                 try:
                     if present:
                         self._add_endpoint(p)
+                    elif p == 0 and not self._endpoint_added[0]:
+                        # The initial subflow's address has no endpoint: id 0 names it.
+                        self.ip(self.client_ns, "mptcp", "endpoint", "delete", "id", "0",
+                                client_addr(0))  # fmt: skip
                     else:
                         self.ip(self.client_ns, "mptcp", "endpoint", "delete", "id", str(p + 1))
+                    self._endpoint_added[p] = present
                 except TestbedError as exc:
                     entry["error"] = str(exc)
                 entry["applied_s"] = (time.monotonic_ns() - epoch_ns) / 1e9
