@@ -11,11 +11,11 @@ pub const S: u64 = 1_000_000_000;
 pub const MBPS: u64 = 1_000_000;
 pub const MIB: u64 = 1 << 20;
 
-/// A symmetric path: `rate` both ways, `rtt` split evenly, the same queue limit both ways.
-pub fn path(name: &str, rate_bps: u64, rtt_ns: u64, queue: QueueSpec, loss: f64) -> PathConfig {
-    let link = |loss| LinkSpec {
+/// One direction of a link: a rate, a one-way delay, a drop-tail queue, independent loss.
+pub fn link(rate_bps: u64, delay_ns: u64, queue: QueueSpec, loss: f64) -> LinkSpec {
+    LinkSpec {
         rate_bps,
-        delay_ns: rtt_ns / 2,
+        delay_ns,
         loss,
         queue,
         jitter_ns: 0,
@@ -25,7 +25,30 @@ pub fn path(name: &str, rate_bps: u64, rtt_ns: u64, queue: QueueSpec, loss: f64)
         trace_ms: None,
         codel: None,
         fq_codel: None,
-    };
+    }
+}
+
+/// The path goes down (`up = false`) or comes back at `at_ns` (`state` in its schedule).
+pub fn state(at_ns: u64, up: bool) -> Change {
+    Change {
+        at_ns,
+        up: Some(up),
+        ..Change::default()
+    }
+}
+
+/// The path's address goes away (`present = false`, `state = "gone"`) or comes back.
+pub fn presence(at_ns: u64, present: bool) -> Change {
+    Change {
+        at_ns,
+        present: Some(present),
+        ..Change::default()
+    }
+}
+
+/// A symmetric path: `rate` both ways, `rtt` split evenly, the same queue limit both ways.
+pub fn path(name: &str, rate_bps: u64, rtt_ns: u64, queue: QueueSpec, loss: f64) -> PathConfig {
+    let link = |loss| link(rate_bps, rtt_ns / 2, queue, loss);
     PathConfig {
         name: name.into(),
         down: link(loss),

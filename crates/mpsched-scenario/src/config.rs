@@ -259,7 +259,7 @@ pub enum QueueSpec {
 }
 
 /// A change of a path's properties during the run.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Change {
     pub at_ns: u64,

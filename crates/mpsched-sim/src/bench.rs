@@ -81,8 +81,8 @@ pub fn scenarios() -> Vec<(&'static str, &'static str, Config)> {
     );
     home.links = vec![SharedLinkConfig {
         name: "dsl".into(),
-        down: path("dsl", 20 * MBPS, 20 * MS, QueueSpec::TimeNs(50 * MS), 0.0).down,
-        up: path("dsl", 20 * MBPS, 20 * MS, QueueSpec::TimeNs(50 * MS), 0.0).up,
+        down: link(20 * MBPS, 10 * MS, QueueSpec::TimeNs(50 * MS), 0.0),
+        up: link(20 * MBPS, 10 * MS, QueueSpec::TimeNs(50 * MS), 0.0),
     }];
     home.paths[0].via = vec![0];
     home.paths[2].via = vec![0];

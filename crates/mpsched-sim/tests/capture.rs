@@ -280,16 +280,6 @@ fn a_failed_write_stops_the_run() {
 #[test]
 fn a_subflow_that_joins_again_has_its_own_port_and_handshake() {
     let mut c = stms_lab(100 * MS, 4 * S);
-    let presence = |at_ns, present| mpsched_sim::config::Change {
-        at_ns,
-        rate_bps: None,
-        delay_down_ns: None,
-        delay_up_ns: None,
-        jitter_down_ns: None,
-        jitter_up_ns: None,
-        up: None,
-        present: Some(present),
-    };
     c.paths[1].schedule = vec![presence(S, false), presence(2 * S, true)];
     let (_, names, packets) = capture(c, Vantage::Sender);
     let lte = names.iter().position(|n| n == "server lte").unwrap() as u32;

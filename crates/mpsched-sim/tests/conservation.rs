@@ -128,34 +128,14 @@ fn random_scenario(case: u64) -> Config {
                     if gone {
                         let from = r.below(5 * S);
                         let back = from + 1 + r.below(10 * S);
-                        for (at_ns, present) in [(from, false), (back, true)] {
-                            changes.push(Change {
-                                at_ns,
-                                rate_bps: None,
-                                delay_down_ns: None,
-                                delay_up_ns: None,
-                                jitter_down_ns: None,
-                                jitter_up_ns: None,
-                                up: None,
-                                present: Some(present),
-                            });
-                        }
+                        changes.push(presence(from, false));
+                        changes.push(presence(back, true));
                     }
                     // An outage of up to 10 s on a fifth of the paths; the path comes back.
                     if !gone && r.chance(0.2) {
                         let from = r.below(5 * S);
-                        for (at_ns, up) in [(from, false), (from + 1 + r.below(10 * S), true)] {
-                            changes.push(Change {
-                                at_ns,
-                                rate_bps: None,
-                                delay_down_ns: None,
-                                delay_up_ns: None,
-                                jitter_down_ns: None,
-                                jitter_up_ns: None,
-                                up: Some(up),
-                                present: None,
-                            });
-                        }
+                        changes.push(state(from, false));
+                        changes.push(state(from + 1 + r.below(10 * S), true));
                     }
                     changes
                 },
@@ -188,19 +168,7 @@ fn random_scenario(case: u64) -> Config {
         for s in 0..1 + r.below(2) as usize {
             let rate = log_uniform(&mut r, 1e6, 1e9) as u64;
             let delay = log_uniform(&mut r, 0.1e6, 0.2e9) as u64;
-            let link = |loss, queue| LinkSpec {
-                rate_bps: rate,
-                delay_ns: delay,
-                loss,
-                queue,
-                jitter_ns: 0,
-                reorder: false,
-                loss_burst: None,
-                gilbert_elliott: None,
-                trace_ms: None,
-                codel: None,
-                fq_codel: None,
-            };
+            let link = |loss, queue| link(rate, delay, queue, loss);
             let loss = if r.chance(0.5) {
                 0.0
             } else {

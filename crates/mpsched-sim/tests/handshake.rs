@@ -2,21 +2,8 @@
 //! lost, and the client sends its SYN again after Linux's 1 s (`TCP_TIMEOUT_INIT`), doubling.
 
 use mpsched_sim::build::*;
-use mpsched_sim::config::{Change, Config, Protocol, QueueSpec, Workload};
+use mpsched_sim::config::{Config, Protocol, QueueSpec, Workload};
 use mpsched_sim::{RunOutput, Simulation};
-
-fn state(at_ns: u64, up: bool) -> Change {
-    Change {
-        at_ns,
-        rate_bps: None,
-        delay_down_ns: None,
-        delay_up_ns: None,
-        jitter_down_ns: None,
-        jitter_up_ns: None,
-        up: Some(up),
-        present: None,
-    }
-}
 
 /// TCP over one idle 10 Mbit/s path of 50 ms: a file of ten full segments (the initial
 /// window). Completion from the SYN: 2 x RTT, the handshake packets (SYN and SYN-ACK of 60

@@ -3,21 +3,8 @@
 //! with an MP_JOIN handshake when the address returns.
 
 use mpsched_sim::build::*;
-use mpsched_sim::config::{Change, Config, StackName, Workload};
+use mpsched_sim::config::{Config, StackName, Workload};
 use mpsched_sim::{RunOutput, Simulation};
-
-fn presence(at_ns: u64, present: bool) -> Change {
-    Change {
-        at_ns,
-        rate_bps: None,
-        delay_down_ns: None,
-        delay_up_ns: None,
-        jitter_down_ns: None,
-        jitter_up_ns: None,
-        up: None,
-        present: Some(present),
-    }
-}
 
 /// Payload bytes each subflow delivered (first received) within [from, to).
 fn delivered(out: &RunOutput, from: u64, to: u64) -> [u64; 2] {

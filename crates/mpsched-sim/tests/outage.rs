@@ -8,21 +8,8 @@
 //! only resends the head of the stream on an idle subflow meanwhile.
 
 use mpsched_sim::build::*;
-use mpsched_sim::config::{Change, Config, StackName};
+use mpsched_sim::config::{Config, StackName};
 use mpsched_sim::{RunOutput, Simulation};
-
-fn state(at_ns: u64, up: bool) -> Change {
-    Change {
-        at_ns,
-        rate_bps: None,
-        delay_down_ns: None,
-        delay_up_ns: None,
-        jitter_down_ns: None,
-        jitter_up_ns: None,
-        up: Some(up),
-        present: None,
-    }
-}
 
 /// The STMS lab (WiFi 20 ms, LTE 100 ms, 30 Mbit/s each), WiFi down from 5 s to 10 s of 30.
 fn wifi_outage(scheduler: &str, stack: StackName) -> Config {

@@ -2,19 +2,14 @@
 
 use mpsched_sim::build::*;
 use mpsched_sim::config::SharedLinkConfig;
-use mpsched_sim::config::{Config, FlowConfig, LinkSpec, PathConfig, Protocol, QueueSpec};
+use mpsched_sim::config::{Config, FlowConfig, PathConfig, Protocol, QueueSpec};
 use mpsched_sim::Simulation;
-
-/// A link `rate` both ways, `delay` one way, a drop-tail queue of `queue`.
-fn link(rate_bps: u64, delay_ns: u64, queue: QueueSpec) -> LinkSpec {
-    path("x", rate_bps, 2 * delay_ns, queue, 0.0).down
-}
 
 fn shared(name: &str, rate_bps: u64, delay_ns: u64, queue: QueueSpec) -> SharedLinkConfig {
     SharedLinkConfig {
         name: name.into(),
-        down: link(rate_bps, delay_ns, queue),
-        up: link(rate_bps, delay_ns, queue),
+        down: link(rate_bps, delay_ns, queue, 0.0),
+        up: link(rate_bps, delay_ns, queue, 0.0),
     }
 }
 
