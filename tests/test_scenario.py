@@ -32,6 +32,7 @@ STMS_NATIVE: dict[str, Any] = {
     "window_ratio": None,
     "stack": "upstream",
     "loss_recovery": "linux",
+    "timer_hz": 250,
     "workload": {"kind": "bulk"},
     "paths": [
         {

@@ -63,7 +63,7 @@ def contract() -> dict[str, Any]:
 
 def names(kind: str) -> tuple[str, ...]:
     """The names a scenario may give: ``kind`` is ``"schedulers"``, ``"congestion_controls"``,
-    ``"protocols"``, ``"stacks"``, ``"loss_recoveries"`` or ``"workloads"``."""
+    ``"protocols"``, ``"stacks"``, ``"loss_recoveries"``, ``"timer_hz"`` or ``"workloads"``."""
     return tuple(entry["name"] for entry in contract()[kind])
 
 

@@ -14,6 +14,7 @@ pub mod cc;
 pub mod codel;
 pub mod conn;
 pub mod fq_codel;
+pub mod jiffies;
 pub mod link;
 pub mod loss;
 pub mod opportunities;

@@ -4,6 +4,7 @@
 //! minimum (`TCP_RTO_MIN`) bounds the variance term, not the RTO (`tcp_set_rto`,
 //! `tcp_rtt_estimator`), so RTO = SRTT + max(4 RTTVAR, 200 ms).
 
+use crate::jiffies::Jiffies;
 use crate::time::{Dur, Time};
 
 /// RFC 6298 (2.1): before any sample, RTO = 1 s.
@@ -26,6 +27,8 @@ pub struct RttEstimator {
     backoff: u32,
     /// RFC 6298's letter: the RTO itself is at least 1 s (else Linux's variance floor).
     rfc_floor: bool,
+    /// The kernel's ticks: the RTO is whole ticks (`__tcp_set_rto`: `usecs_to_jiffies`).
+    jiffies: Jiffies,
 }
 
 impl Default for RttEstimator {
@@ -43,7 +46,12 @@ impl RttEstimator {
             latest: Dur::ZERO,
             backoff: 0,
             rfc_floor: false,
+            jiffies: Jiffies::EXACT,
         }
+    }
+
+    pub fn set_jiffies(&mut self, jiffies: Jiffies) {
+        self.jiffies = jiffies;
     }
 
     /// RTO = max(SRTT + 4 RTTVAR, 1 s), RFC 6298 (2.4), instead of Linux's
@@ -95,7 +103,7 @@ impl RttEstimator {
             Some(srtt) if self.rfc_floor => (srtt + self.rttvar * 4).max(RFC_RTO_MIN),
             Some(srtt) => srtt + (self.rttvar * 4).max(RTO_MIN),
         };
-        (base * (1u64 << self.backoff)).min(RTO_MAX)
+        (self.jiffies.round_up(base) * (1u64 << self.backoff)).min(RTO_MAX)
     }
 
     pub fn srtt(&self) -> Option<Dur> {
@@ -111,9 +119,9 @@ impl RttEstimator {
         self.latest
     }
 
-    /// The deadline of a timer armed at `now`.
+    /// When the retransmission timer armed at `now` runs.
     pub fn rto_deadline(&self, now: Time) -> Time {
-        now + self.rto()
+        self.jiffies.expiry(now, self.rto())
     }
 }
 

@@ -76,6 +76,7 @@ pub fn scenario(paths: Vec<PathConfig>, scheduler: &str, duration_ns: u64) -> Co
         window_ratio: None,
         stack: StackName::Upstream,
         loss_recovery: Default::default(),
+        timer_hz: mpsched_core::jiffies::DEFAULT_HZ,
         workload: Workload::Bulk,
         paths,
         main_paths: None,

@@ -45,6 +45,10 @@ pub struct Config {
     /// How TCP finds losses, on every connection.
     #[serde(default)]
     pub loss_recovery: RecoveryName,
+    /// Both kernels' `CONFIG_HZ`: their TCP and MPTCP timers run on its ticks, rounded as
+    /// Linux's timer wheel rounds them; 0 runs them exactly.
+    #[serde(default = "default_timer_hz")]
+    pub timer_hz: u32,
     pub workload: Workload,
     pub paths: Vec<PathConfig>,
     /// How many of `paths`, from the first, the main connection uses (all when absent); the
@@ -89,6 +93,10 @@ pub struct FlowConfig {
 
 fn default_rcvbuf_initial() -> u64 {
     mpsched_core::conn::rcvwin::RCVBUF_INITIAL
+}
+
+fn default_timer_hz() -> u32 {
+    mpsched_core::jiffies::DEFAULT_HZ
 }
 
 fn default_true() -> bool {
@@ -452,6 +460,11 @@ impl Config {
     }
 
     /// `window_ratio` as Linux's `scaling_ratio` (payload per 256 bytes of buffer).
+    /// The kernels' timer clock.
+    pub fn jiffies(&self) -> mpsched_core::jiffies::Jiffies {
+        mpsched_core::jiffies::Jiffies::hz(self.timer_hz)
+    }
+
     pub fn window_ratio_256(&self) -> Option<u32> {
         self.window_ratio
             .map(|r| ((r * 256.0).round() as u32).clamp(1, 256))
@@ -491,6 +504,13 @@ impl Config {
             if !(r > 0.0 && r <= 1.0) {
                 return Err(format!("window_ratio: must be in (0, 1], got {r}"));
             }
+        }
+        if self.timer_hz != 0 && !mpsched_core::jiffies::KERNEL_HZ.contains(&self.timer_hz) {
+            return Err(format!(
+                "timer_hz: a kernel's CONFIG_HZ is one of {:?} (or 0: exact timers), got {}",
+                mpsched_core::jiffies::KERNEL_HZ,
+                self.timer_hz
+            ));
         }
         if let Workload::File { size_bytes: 0 } = self.workload {
             return Err("workload.size_bytes: must be > 0".into());

@@ -96,6 +96,7 @@ fn sender(scheduler: &str) -> Sender {
             app_limited: false,
             subflows: vec![sf(20), sf(100)],
             loss_recovery: Default::default(),
+            jiffies: mpsched_core::jiffies::Jiffies::hz(250),
             trace: false,
         },
         Box::new(Cubic::new()),

@@ -148,6 +148,7 @@ impl Conn {
             subflows: paths.len(),
             stack: cfg.stack.stack(),
             total: spec.total,
+            jiffies: cfg.jiffies(),
             trace,
         });
         let server = Sender::new(
@@ -161,6 +162,7 @@ impl Conn {
                 app_limited: spec.app_limited,
                 subflows,
                 loss_recovery: cfg.loss_recovery.recovery(),
+                jiffies: cfg.jiffies(),
                 trace,
             },
             spec.cc.build(),
@@ -169,7 +171,7 @@ impl Conn {
         );
         Conn {
             mptcp: spec.mptcp,
-            hs: Handshakes::new(spec.mptcp, paths.len()),
+            hs: Handshakes::new(spec.mptcp, paths.len(), cfg.jiffies()),
             server,
             client,
             drops: vec![Drops::default(); paths.len()],

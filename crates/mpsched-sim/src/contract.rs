@@ -61,6 +61,7 @@ pub struct Contract {
     pub protocols: &'static [Choice],
     pub stacks: &'static [Choice],
     pub loss_recoveries: &'static [Choice],
+    pub timer_hz: &'static [Choice],
     pub workloads: &'static [Choice],
     pub records: Records,
     pub traces: &'static [Table],
@@ -99,6 +100,30 @@ pub const LOSS_RECOVERIES: &[Choice] = &[
     Choice {
         name: "classic",
         description: "RFC 6675 DupThresh (3 segments SACKed above a hole), no probes, RTO >= 1 s",
+    },
+];
+
+/// `connection.timer_hz` (numbers, named as text).
+pub const TIMER_HZ: &[Choice] = &[
+    Choice {
+        name: "250",
+        description: "Debian's, Ubuntu's and Fedora's kernels, and the testbed's: 4 ms ticks",
+    },
+    Choice {
+        name: "1000",
+        description: "1 ms ticks (low-latency and some server kernels)",
+    },
+    Choice {
+        name: "300",
+        description: "3.3 ms ticks",
+    },
+    Choice {
+        name: "100",
+        description: "10 ms ticks (older server kernels)",
+    },
+    Choice {
+        name: "0",
+        description: "no ticks: every timer runs at the nanosecond it asks for",
     },
 ];
 
@@ -149,6 +174,7 @@ pub fn contract() -> Contract {
         protocols: PROTOCOLS,
         stacks: STACKS,
         loss_recoveries: LOSS_RECOVERIES,
+        timer_hz: TIMER_HZ,
         workloads: WORKLOADS,
         records: Records {
             summary: Summary::FIELDS,
@@ -181,6 +207,14 @@ mod tests {
         assert!(LOSS_RECOVERIES
             .iter()
             .all(|c| parses::<RecoveryName>(c.name)));
+        let mut hz: Vec<u32> = TIMER_HZ.iter().map(|c| c.name.parse().unwrap()).collect();
+        hz.sort_unstable();
+        assert_eq!(hz[0], 0);
+        assert_eq!(hz[1..], mpsched_core::jiffies::KERNEL_HZ);
+        assert_eq!(
+            TIMER_HZ[0].name,
+            mpsched_core::jiffies::DEFAULT_HZ.to_string()
+        );
         for w in WORKLOADS {
             let json = match w.name {
                 "bulk" => r#"{"kind": "bulk"}"#.to_string(),

@@ -8,6 +8,7 @@
 //!
 //! A pure state machine per connection: packets and time in, packets and events out.
 
+use mpsched_core::jiffies::Jiffies;
 use mpsched_core::{Dur, Time};
 
 /// Linux `TCP_TIMEOUT_INIT`: the first SYN (and SYN-ACK) retransmission timeout.
@@ -99,14 +100,17 @@ pub struct Handshakes {
     /// The client has received the first subflow's SYN-ACK: the connection exists, and
     /// further subflows join it.
     open: bool,
+    /// The hosts' ticks, on which the SYN and SYN-ACK timers run.
+    jiffies: Jiffies,
 }
 
 impl Handshakes {
-    pub fn new(mptcp: bool, subflows: usize) -> Handshakes {
+    pub fn new(mptcp: bool, subflows: usize, jiffies: Jiffies) -> Handshakes {
         Handshakes {
             mptcp,
             subflows: vec![SubflowHs::default(); subflows],
             open: false,
+            jiffies,
         }
     }
 
@@ -125,7 +129,7 @@ impl Handshakes {
     pub fn connect(&mut self, now: Time, sf: usize) -> HsPacket {
         let s = &mut self.subflows[sf];
         s.started = true;
-        s.client.timer = Some(now + TIMEOUT_INIT);
+        s.client.timer = Some(self.jiffies.expiry(now, TIMEOUT_INIT));
         self.packet(sf, Stage::Syn, now, Time::ZERO)
     }
 
@@ -171,9 +175,10 @@ impl Handshakes {
             // A SYN, or the same SYN again: the server answers each with a SYN-ACK until the
             // third ACK arrives.
             Stage::Syn if !server.established => {
+                let first_timer = self.jiffies.expiry(now, TIMEOUT_INIT);
                 let side = &mut self.subflows[sf].server;
                 side.peer_ts = p.ts_val;
-                side.timer.get_or_insert(now + TIMEOUT_INIT);
+                side.timer.get_or_insert(first_timer);
                 (Some(self.packet(sf, Stage::SynAck, now, p.ts_val)), None)
             }
             Stage::SynAck => {
@@ -212,13 +217,14 @@ impl Handshakes {
 
     /// The SYNs and SYN-ACKs due again at `now`.
     pub fn on_timeout(&mut self, now: Time, out: &mut Vec<HsPacket>) {
+        let jiffies = self.jiffies;
+        let backed_off = |retries: u8| jiffies.expiry(now, TIMEOUT_INIT * (1u64 << retries));
         for sf in 0..self.subflows.len() {
             let s = self.subflows[sf];
             if s.client.timer.is_some_and(|t| t <= now) {
                 let side = &mut self.subflows[sf].client;
                 side.retries += 1;
-                side.timer = (side.retries <= SYN_RETRIES)
-                    .then(|| now + TIMEOUT_INIT * (1u64 << side.retries));
+                side.timer = (side.retries <= SYN_RETRIES).then(|| backed_off(side.retries));
                 if side.timer.is_some() {
                     out.push(self.packet(sf, Stage::Syn, now, Time::ZERO));
                 }
@@ -227,8 +233,7 @@ impl Handshakes {
                 let side = &mut self.subflows[sf].server;
                 side.retries += 1;
                 let ecr = side.peer_ts;
-                side.timer = (side.retries <= SYNACK_RETRIES)
-                    .then(|| now + TIMEOUT_INIT * (1u64 << side.retries));
+                side.timer = (side.retries <= SYNACK_RETRIES).then(|| backed_off(side.retries));
                 if side.timer.is_some() {
                     out.push(self.packet(sf, Stage::SynAck, now, ecr));
                 }
@@ -247,7 +252,7 @@ mod tests {
 
     #[test]
     fn a_handshake_establishes_both_sides_and_measures_the_round_trip() {
-        let mut h = Handshakes::new(true, 2);
+        let mut h = Handshakes::new(true, 2, Jiffies::EXACT);
         let syn = h.connect(ms(0), 1);
         assert_eq!(syn.stage, Stage::Syn);
         let (synack, e) = h.on_packet(ms(10), &syn);
@@ -272,7 +277,7 @@ mod tests {
 
     #[test]
     fn a_lost_syn_goes_again_after_one_second_then_two_then_four() {
-        let mut h = Handshakes::new(false, 1);
+        let mut h = Handshakes::new(false, 1, Jiffies::EXACT);
         h.connect(ms(0), 0);
         let mut out = vec![];
         let mut at = vec![];
@@ -287,7 +292,7 @@ mod tests {
 
     #[test]
     fn a_lost_third_ack_is_answered_by_the_syn_ack_again() {
-        let mut h = Handshakes::new(false, 1);
+        let mut h = Handshakes::new(false, 1, Jiffies::EXACT);
         let syn = h.connect(ms(0), 0);
         let (synack, _) = h.on_packet(ms(10), &syn);
         let (_lost, e) = h.on_packet(ms(20), &synack.unwrap());
@@ -304,7 +309,7 @@ mod tests {
 
     #[test]
     fn packets_of_an_earlier_incarnation_are_ignored() {
-        let mut h = Handshakes::new(true, 2);
+        let mut h = Handshakes::new(true, 2, Jiffies::EXACT);
         let syn = h.connect(ms(0), 1);
         h.restart(1);
         let (answer, event) = h.on_packet(ms(10), &syn);

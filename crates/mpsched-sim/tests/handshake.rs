@@ -1,5 +1,8 @@
 //! Handshakes in the links: a SYN, SYN-ACK or third ACK is a packet that queues and can be
-//! lost, and the client sends its SYN again after Linux's 1 s (`TCP_TIMEOUT_INIT`), doubling.
+//! lost, and the client sends its SYN again after Linux's 1 s (`TCP_TIMEOUT_INIT`), doubling,
+//! each wait rounded as the kernel's timer wheel rounds it at 250 Hz (the default
+//! `timer_hz`): 1 s from jiffy 0 runs at tick 256 (1.024 s, an 8-tick bucket), the next 2 s
+//! at tick 760 (3.04 s).
 
 use mpsched_sim::build::*;
 use mpsched_sim::config::{Config, Protocol, QueueSpec, Workload};
@@ -34,21 +37,32 @@ fn a_lost_syn_costs_the_initial_timeout() {
     let (c, lossless) = ten_segments();
     let s = Simulation::new(c.clone(), false).unwrap().run().summary;
     assert!((s.completion_s.unwrap() - lossless).abs() < 1e-6);
-    // The path is down when the SYN leaves (and back at 0.5 s): it goes again at 1 s.
+    // The path is down when the SYN leaves (and back at 0.5 s): it goes again at 1.024 s.
     let mut lost = c.clone();
     lost.paths[0].schedule = vec![state(0, false), state(500 * MS, true)];
     let s = Simulation::new(lost, false).unwrap().run().summary;
     let got = s.completion_s.unwrap();
-    assert!((got - (1.0 + lossless)).abs() < 1e-6, "{got}");
+    assert!((got - (1.024 + lossless)).abs() < 1e-6, "{got}");
     assert_eq!(
         s.subflows[0].outage_drops, 0,
         "the SYN is not a data packet"
     );
     assert_eq!(s.subflows[0].handshake_drops, 1);
-    // Down until 2.5 s: the SYNs at 0 and 1 s are lost, the one at 3 s gets through.
-    let mut lost = c;
+    // Down until 2.5 s: the SYNs at 0 and 1.024 s are lost, the one at 3.04 s gets through.
+    let mut lost = c.clone();
     lost.paths[0].schedule = vec![state(0, false), state(2500 * MS, true)];
     let got = Simulation::new(lost, false)
+        .unwrap()
+        .run()
+        .summary
+        .completion_s
+        .unwrap();
+    assert!((got - (3.04 + lossless)).abs() < 1e-6, "{got}");
+    // With exact timers (`timer_hz = 0`), RFC 6298's 1 s and 3 s to the nanosecond.
+    let mut exact = c.clone();
+    exact.timer_hz = 0;
+    exact.paths[0].schedule = vec![state(0, false), state(2500 * MS, true)];
+    let got = Simulation::new(exact, false)
         .unwrap()
         .run()
         .summary
@@ -61,7 +75,7 @@ fn a_lost_syn_costs_the_initial_timeout() {
 fn a_lost_syn_ack_is_sent_again_and_the_handshake_completes() {
     let (c, lossless) = ten_segments();
     // Down while the SYN-ACK is on its way back (25-60 ms), up again long before 1 s: the
-    // client's SYN goes again at 1 s and the server answers it at once.
+    // client's SYN goes again at 1.024 s and the server answers it at once.
     let mut lost = c;
     lost.paths[0].schedule = vec![state(30 * MS, false), state(60 * MS, true)];
     let got = Simulation::new(lost, false)
@@ -70,7 +84,7 @@ fn a_lost_syn_ack_is_sent_again_and_the_handshake_completes() {
         .summary
         .completion_s
         .unwrap();
-    assert!((got - (1.0 + lossless)).abs() < 1e-3, "{got}");
+    assert!((got - (1.024 + lossless)).abs() < 1e-3, "{got}");
 }
 
 /// The MP_JOIN of the second path is lost: that subflow joins a second later, the first one

@@ -219,15 +219,18 @@ fn gap_against_truth(cfg: Config, from_s: f64) -> (f64, f64, f64) {
 /// the jumps Algorithm 2 sees are larger than with an ACK at every hole (then 5% high), and
 /// RACK starts each recovery sooner than DupThresh did (22% high with DupThresh). The bound
 /// below says how far the paper's Algorithm 2 is off here; the skip variant is the one within
-/// 15%.
+/// 15%. At 1000 Hz; at 250 Hz (the default `timer_hz`) the same holds except for Algorithm 2
+/// at 20/200 ms, which settles 2.7x above the true gap (576 against 215 segments; 219 at
+/// 1000 Hz, 221 with exact timers): its error grows with the length of the recoveries.
 #[test]
 fn the_stms_gaps_match_the_true_gap_on_constant_paths() {
-    for slow in [100, 200] {
+    for (hz, slow) in [(1000, 100), (1000, 200), (250, 100), (250, 200)] {
         // B_f x (OWD_s - OWD_f) with the propagation delays.
         let nominal = SEGS_PER_SEC * (slow as f64 / 2.0 - 10.0) / 1e3;
         let cfg = |s: &str| {
             let mut c = constant(slow, 5, 5, s, 40);
             c.sndbuf_autotune = false;
+            c.timer_hz = hz;
             c
         };
         let (truth, c_mean, _) = gap_against_truth(cfg("stms-c"), 10.0);
@@ -237,8 +240,8 @@ fn the_stms_gaps_match_the_true_gap_on_constant_paths() {
             .insert("recovery_jumps".into(), serde_json::json!("skip"));
         let (truth_s, s_mean, _) = gap_against_truth(skip, 10.0);
         println!(
-            "20/{slow} ms: true gap {truth:.1} (nominal {nominal}); stms-c mean {c_mean:.1}; \
-             stms-a (true {truth_a:.1}) median {a_median:.1}, mean {a_mean:.1}; \
+            "{hz} Hz, 20/{slow} ms: true gap {truth:.1} (nominal {nominal}); stms-c mean \
+             {c_mean:.1}; stms-a (true {truth_a:.1}) median {a_median:.1}, mean {a_mean:.1}; \
              stms-a skip (true {truth_s:.1}) mean {s_mean:.1}"
         );
         assert!((truth / nominal - 1.0).abs() <= 0.1, "{truth} vs {nominal}");
@@ -248,11 +251,18 @@ fn the_stms_gaps_match_the_true_gap_on_constant_paths() {
             within(s_mean, truth_s, 0.15),
             "stms-a skip {s_mean} vs {truth_s}"
         );
-        let tol = if slow == 100 { 0.15 } else { 0.35 };
-        assert!(
-            within(a_median, truth_a, tol),
-            "stms-a {a_median} vs {truth_a}"
-        );
+        if (hz, slow) == (250, 200) {
+            // Coarse ticks lengthen each recovery (RACK's timer waits two 4 ms ticks and a
+            // rounding, not 2 ms), so the jumps that end them are larger still: Algorithm 2
+            // as written settles far above the true gap.
+            assert!(a_median > 1.35 * truth_a, "stms-a {a_median} vs {truth_a}");
+        } else {
+            let tol = if slow == 100 { 0.15 } else { 0.35 };
+            assert!(
+                within(a_median, truth_a, tol),
+                "stms-a {a_median} vs {truth_a}"
+            );
+        }
         // The gap is real: far from 0 and from minrtt's behaviour.
         assert!(c_mean > 0.5 * nominal && a_median > 0.5 * nominal);
     }

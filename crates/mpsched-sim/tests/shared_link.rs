@@ -101,16 +101,29 @@ fn one_flow_through_a_chain_gets_the_slowest_link_and_every_link_delay() {
     );
 }
 
+/// Over three start phases (one run's share depends on how drop-tail synchronizes the two
+/// flows' losses).
 #[test]
 fn two_tcp_flows_through_one_bottleneck_share_it() {
-    let mut c = rfc6356("cubic", "cubic");
-    c.protocol = Protocol::Tcp;
-    c.main_paths = Some(1);
-    let s = Simulation::new(c, false).unwrap().run().summary;
-    let (a, b) = (s.flows[0].goodput_mbps, s.flows[1].goodput_mbps);
     let payload = 20.0 * 1448.0 / 1500.0;
-    assert!(a + b > 0.95 * payload && a + b <= payload, "{a} + {b}");
-    assert!(a / b > 0.8 && a / b < 1.25, "{a} vs {b}");
+    let (mut sum_a, mut sum_b) = (0.0, 0.0);
+    for k in 1..=3 {
+        let mut c = rfc6356("cubic", "cubic");
+        c.protocol = Protocol::Tcp;
+        c.main_paths = Some(1);
+        c.flows[0].start_ns = k * 137 * MS;
+        let s = Simulation::new(c, false).unwrap().run().summary;
+        let (a, b) = (s.flows[0].goodput_mbps, s.flows[1].goodput_mbps);
+        eprintln!("phase {k}: {a:.2} + {b:.2}");
+        // Each flow's goodput is over its own lifetime: a late start lifts the sum a little.
+        assert!(a + b > 0.95 * payload && a + b <= 1.01 * payload, "{a} + {b}");
+        sum_a += a;
+        sum_b += b;
+    }
+    assert!(
+        sum_a / sum_b > 0.8 && sum_a / sum_b < 1.25,
+        "{sum_a} vs {sum_b}"
+    );
 }
 
 /// MPTCP's goodput over the TCP flow's, both summed over five 120-s runs whose TCP flow
@@ -132,7 +145,7 @@ fn share_over_phases(cc: &str, tcp_cc: &str) -> f64 {
 /// RFC 6356's goal 2 (do no harm): coupled, the two subflows together take no more than one
 /// TCP flow would at the shared bottleneck; uncoupled, each subflow is a TCP flow and the
 /// connection takes about twice the TCP flow's share. (Issue 18, acceptance 4; the numbers
-/// are in docs/experiments/shared-bottleneck.md: lia 0.64, olia 0.99, cubic 2.14, reno 1.97.)
+/// are in docs/experiments/shared-bottleneck.md: lia 0.60, olia 0.97, cubic 2.19, reno 1.97.)
 #[test]
 fn coupled_congestion_control_is_fair_to_tcp_at_a_shared_bottleneck_and_uncoupled_is_not() {
     let ratio = share_over_phases;

@@ -147,7 +147,8 @@ def choice(options: Options, *, optional: bool = False) -> BeforeValidator:
         known = options() if callable(options) else options
         if value not in known:
             raise ValueError(
-                f"unknown {info.field_name} {value!r} (expected one of: {', '.join(known)})"
+                f"unknown {info.field_name} {value!r} "
+                f"(expected one of: {', '.join(map(str, known))})"
             )
         return value
 

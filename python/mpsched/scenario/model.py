@@ -83,6 +83,10 @@ LOSS_RECOVERIES = _contract_names("loss_recoveries")
 WORKLOAD_KINDS = _contract_names("workloads")
 
 
+def _timer_hz() -> tuple[int, ...]:
+    return tuple(int(n) for n in contract.names("timer_hz"))
+
+
 def _scheduler_names() -> tuple[str, ...] | None:
     """Names of the native schedulers (tests replace this to accept fakes)."""
     return contract.names("schedulers")
@@ -141,6 +145,13 @@ class Connection(_Model):
     RTTVAR, 200 ms)), or `classic`: RFC 6675 with DupThresh 3 and no probes, RTO >= 1 s (RFC
     6298 2.4), as stacks without RACK/TLP and ns-3's TCP; a loss with fewer than three segments
     after it then waits for the timeout.
+    """
+    timer_hz: Annotated[int, choice(_timer_hz)] = 250
+    """Both kernels' `CONFIG_HZ`: TCP's and MPTCP's timers (RTO, loss probe, reordering, delayed
+    ACK, the connection's retransmit timer, SYNs) run on its ticks and wait in Linux's timer
+    wheel, which rounds a far deadline up to a coarser tick (8 ticks beyond 63, 64 beyond 504):
+    at 250 Hz an RTO backed off four times from 260 ms fires 4.35 s later, not 4.16 s. `0`: every
+    timer runs exactly when it asks.
     """
     paths: list[Name] | None = None
     """Unset: all paths, in file order. The paths the connection uses, in this order."""

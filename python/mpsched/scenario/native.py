@@ -214,6 +214,7 @@ def to_native(scenario: Scenario) -> dict[str, Any]:
         "window_ratio": connection.window_ratio,
         "stack": connection.stack,
         "loss_recovery": connection.loss_recovery,
+        "timer_hz": connection.timer_hz,
         "workload": workload,
         "paths": native_paths,
         **extra,

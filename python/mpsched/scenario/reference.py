@@ -87,7 +87,7 @@ def _accepts(annotation: Any, metadata: list[Any]) -> str:
         choices = getattr(getattr(item, "func", None), "choices", None)
         if choices is not None:
             names = choices() if callable(choices) else choices
-            return " or ".join(f'`"{n}"`' for n in names)
+            return " or ".join(f'`"{n}"`' if isinstance(n, str) else f"`{n}`" for n in names)
         if id(item) in _ACCEPTS:
             return _ACCEPTS[id(item)]
     if get_origin(annotation) is dict:

@@ -4,6 +4,7 @@ congestion controls, and which scenarios the kernel can run at all."""
 from __future__ import annotations
 
 import functools
+import gzip
 import os
 import secrets
 import shutil
@@ -80,6 +81,18 @@ def _kernel_congestion() -> list[str]:
         return []
 
 
+def kernel_hz() -> int | None:
+    """This kernel's ``CONFIG_HZ`` (``/proc/config.gz``), when the kernel exposes its config."""
+    try:
+        with gzip.open("/proc/config.gz", "rt") as f:
+            for line in f:
+                if line.startswith("CONFIG_HZ="):
+                    return int(line.split("=", 1)[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
 def check_kernel_support(config: Mapping[str, Any], kernel_scheduler: str | None) -> str:
     """The kernel scheduler to use; ``ScenarioError`` for what the kernel lacks."""
     if config.get("flows"):
@@ -96,6 +109,12 @@ def check_kernel_support(config: Mapping[str, Any], kernel_scheduler: str | None
         raise ScenarioError(
             "connection.loss_recovery: the kernel recovers losses as Linux does; "
             "'classic' exists only in the simulator"
+        )
+    hz = kernel_hz()
+    if hz is not None and config.get("timer_hz", hz) != hz:
+        raise ScenarioError(
+            f"connection.timer_hz: this kernel's timers tick at {hz} Hz (CONFIG_HZ in "
+            f"/proc/config.gz), not {config['timer_hz']}; set timer_hz = {hz} to compare"
         )
     congestion = config["congestion"]
     if congestion not in KERNEL_CONGESTION:

@@ -17,6 +17,7 @@
 //!   and everything un-Data-ACKed is sent again on the others (`__mptcp_retransmit_pending_data`).
 //!   It is active again once it receives something (`mptcp_subflow_active`).
 
+use crate::jiffies::Jiffies;
 use crate::time::{Dur, Time};
 
 /// `net.mptcp.stale_loss_cnt`'s default.
@@ -49,7 +50,8 @@ pub struct Firing {
 pub struct SubflowNow {
     pub joined: bool,
     pub backup: bool,
-    /// Segments outstanding at TCP level.
+    /// Segments outstanding at TCP level or waiting in its send queue (the kernel's
+    /// `tcp_rtx_and_write_queues_empty` is false).
     pub packets_out: u32,
     /// When its own retransmission or probe timer fires, if armed.
     pub timer_at: Option<Time>,
@@ -62,15 +64,18 @@ pub struct MskRtx {
     /// timer is re-armed.
     ival: Dur,
     subflows: Vec<SubflowState>,
+    /// The kernel's ticks: the timer waits whole ticks in the timer wheel.
+    jiffies: Jiffies,
     pub stale_marks: u64,
 }
 
 impl MskRtx {
-    pub fn new(subflows: usize) -> MskRtx {
+    pub fn new(subflows: usize, jiffies: Jiffies) -> MskRtx {
         MskRtx {
             at: None,
             ival: crate::rtt::RTO_MIN,
             subflows: vec![SubflowState::default(); subflows],
+            jiffies,
             stale_marks: 0,
         }
     }
@@ -116,7 +121,7 @@ impl MskRtx {
 
     /// Re-arms the timer (the Data ACK advanced) or stops it (nothing outstanding).
     pub fn reset(&mut self, now: Time, outstanding: bool) {
-        self.at = outstanding.then(|| now + self.ival);
+        self.at = outstanding.then(|| self.jiffies.expiry(now, self.ival));
     }
 
     /// The connection consulted its scheduler (`mptcp_subflow_get_send` calls
@@ -128,7 +133,7 @@ impl MskRtx {
     /// Data was sent: the timer is armed if it is not pending.
     pub fn arm(&mut self, now: Time) {
         if self.at.is_none() {
-            self.at = Some(now + self.ival);
+            self.at = Some(self.jiffies.expiry(now, self.ival));
         }
     }
 
@@ -155,7 +160,7 @@ impl MskRtx {
         }
         // A backup subflow only if no subflow made progress (`min_stale_count > 1`).
         out.retransmit_head = pick || (backup && min_stale > 1);
-        self.at = Some(now + self.ival);
+        self.at = Some(self.jiffies.expiry(now, self.ival));
         out
     }
 
@@ -208,7 +213,7 @@ mod tests {
 
     #[test]
     fn a_silent_busy_subflow_goes_stale_at_the_fifth_firing_if_another_progresses() {
-        let mut m = MskRtx::new(2);
+        let mut m = MskRtx::new(2, Jiffies::EXACT);
         let t = |ms| Time::ZERO + Dur::from_millis(ms);
         m.on_receive(t(0), 0);
         m.on_receive(t(0), 1);
@@ -233,7 +238,7 @@ mod tests {
 
     #[test]
     fn an_idle_subflow_takes_the_head_and_the_period_follows_the_subflow_timers() {
-        let mut m = MskRtx::new(2);
+        let mut m = MskRtx::new(2, Jiffies::EXACT);
         let now = Time::ZERO + Dur::from_secs(1);
         let subflows = [sf(4, Some(now + Dur::from_millis(700))), sf(0, None)];
         m.refresh(now, subflows.iter().map(|v| (v.joined, v.timer_at)));
@@ -259,7 +264,7 @@ mod tests {
 
     #[test]
     fn no_subflow_goes_stale_without_an_alternative() {
-        let mut m = MskRtx::new(2);
+        let mut m = MskRtx::new(2, Jiffies::EXACT);
         let t = |ms| Time::ZERO + Dur::from_millis(ms);
         for k in 1..=10u64 {
             // Both silent and busy.

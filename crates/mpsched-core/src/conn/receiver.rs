@@ -17,6 +17,7 @@
 use crate::conn::rcvwin::{linux_ratio, RcvWindow, RcvWindowConfig};
 use crate::conn::stats::Histogram;
 use crate::conn::Stack;
+use crate::jiffies::Jiffies;
 use crate::packet::{Ack, Packet, Payload, SackBlock, MAX_SACK_BLOCKS};
 use crate::subflow::rx::{AckNeed, RxSeg};
 use crate::subflow::SubflowRx;
@@ -45,6 +46,8 @@ pub struct ReceiverConfig {
     pub stack: Stack,
     /// Bytes expected in all (a file); `None` for bulk.
     pub total: Option<Bytes>,
+    /// The client kernel's ticks, on which its delayed ACKs run.
+    pub jiffies: Jiffies,
     pub trace: bool,
 }
 
@@ -154,9 +157,17 @@ pub struct Receiver {
     pub trace: Option<DeliveryTrace>,
 }
 
+fn subflow_rx(i: usize, jiffies: Jiffies) -> SubflowRx {
+    let mut rx = SubflowRx::new(i as u8);
+    rx.set_jiffies(jiffies);
+    rx
+}
+
 impl Receiver {
     pub fn new(cfg: ReceiverConfig) -> Receiver {
-        let subflows = (0..cfg.subflows).map(|i| SubflowRx::new(i as u8)).collect();
+        let subflows = (0..cfg.subflows)
+            .map(|i| subflow_rx(i, cfg.jiffies))
+            .collect();
         let cfg_subflows = cfg.subflows;
         let mss = wire::mss(cfg.mptcp);
         let window = RcvWindow::new(RcvWindowConfig {
@@ -208,7 +219,7 @@ impl Receiver {
         if i < self.subflows.len() && self.gens[i] != CLOSED {
             self.incarnations[i] = self.incarnations[i].wrapping_add(1);
             self.gens[i] = CLOSED;
-            self.subflows[i] = SubflowRx::new(i as u8);
+            self.subflows[i] = subflow_rx(i, self.cfg.jiffies);
         }
     }
 
@@ -216,7 +227,7 @@ impl Receiver {
     pub fn open_subflow(&mut self, i: usize) {
         if i < self.subflows.len() && self.gens[i] == CLOSED {
             self.gens[i] = u16::from(self.incarnations[i]);
-            self.subflows[i] = SubflowRx::new(i as u8);
+            self.subflows[i] = subflow_rx(i, self.cfg.jiffies);
             self.window.reset_subflow(i);
         }
     }
@@ -478,6 +489,7 @@ mod tests {
             subflows: 2,
             stack,
             total: None,
+            jiffies: Jiffies::EXACT,
             trace: false,
         })
     }

@@ -25,6 +25,7 @@ use crate::conn::data::DataQueue;
 use crate::conn::msk_rtx::{MskRtx, SubflowNow, DFRAG_BYTES};
 use crate::conn::stats::Histogram;
 use crate::conn::Stack;
+use crate::jiffies::Jiffies;
 use crate::packet::{Ack, DataSeg, Packet, Payload};
 use crate::sched::{
     Decision, Reason, SchedCtx, SchedSample, Scheduler, Shared, SubflowSet, SubflowView,
@@ -66,6 +67,8 @@ pub struct SenderConfig {
     pub subflows: Vec<SubflowConfig>,
     /// How every subflow finds its losses.
     pub loss_recovery: LossRecovery,
+    /// The server kernel's ticks, on which its timers run.
+    pub jiffies: Jiffies,
     pub trace: bool,
 }
 
@@ -142,6 +145,7 @@ impl Sender {
             .map(|(i, sc)| {
                 let mut sf = SubflowTx::new(i as u8, sc.established_at);
                 sf.set_loss_recovery(cfg.loss_recovery);
+                sf.set_jiffies(cfg.jiffies);
                 sf.seed_rtt(sc.handshake_rtt);
                 cc.init(i, &mut sf.cc, now);
                 sf.expand_sndbuf(cfg.sndbuf.0);
@@ -205,7 +209,7 @@ impl Sender {
 
     fn with_msk_rtx(mut self) -> Sender {
         if self.cfg.mptcp && self.cfg.stack == Stack::Upstream && self.subflows.len() > 1 {
-            self.msk_rtx = Some(MskRtx::new(self.subflows.len()));
+            self.msk_rtx = Some(MskRtx::new(self.subflows.len(), self.cfg.jiffies));
         }
         self
     }
@@ -222,7 +226,7 @@ impl Sender {
             self.now_views.push(SubflowNow {
                 joined: now >= self.cfg.subflows[i].established_at,
                 backup: self.cfg.subflows[i].backup,
-                packets_out: sf.packets_out(),
+                packets_out: sf.packets_out() + self.sched.queued(i),
                 timer_at: sf.timer_at(),
             });
         }
@@ -481,6 +485,7 @@ impl Sender {
         let stats = std::mem::take(&mut self.subflows[i].stats);
         let mut sf = SubflowTx::new(i as u8, now);
         sf.set_loss_recovery(self.cfg.loss_recovery);
+        sf.set_jiffies(self.cfg.jiffies);
         sf.seed_rtt(handshake_rtt);
         self.cc.init(i, &mut sf.cc, now);
         sf.expand_sndbuf(self.cfg.sndbuf.0);
@@ -701,6 +706,14 @@ impl Sender {
             }
         }
 
+        // Data not yet handed to any subflow, or all of it again after a subflow went stale
+        // (`mptcp_send_head`).
+        let send_head = self.shared.rewound
+            || self
+                .data
+                .unsent()
+                .next()
+                .is_some_and(|d| d.max(self.sched.pushed_end()) < self.data.written_end());
         let mut guard = 0u32;
         // Between events only the subflows an event touched change; until every subflow has
         // joined, time itself changes the views.
@@ -749,15 +762,22 @@ impl Sender {
             }
         }
 
-        if self.out.len() > sent_before {
+        let sent = self.out.len() > sent_before;
+        if sent {
             self.end_round(now, sent_before);
-            if let Some(m) = self.msk_rtx.as_mut() {
+        }
+        if let Some(m) = self.msk_rtx.as_mut() {
+            // Only a push with data pending consults `mptcp_subflow_get_send`, which sets the
+            // period; the connection timer's own resends of the head do not.
+            if send_head {
                 let timers = self
                     .subflows
                     .iter()
                     .enumerate()
                     .map(|(i, sf)| (now >= self.cfg.subflows[i].established_at, sf.timer_at()));
                 m.refresh(now, timers);
+            }
+            if sent {
                 m.arm(now);
             }
         }
@@ -771,7 +791,7 @@ impl Sender {
         if pending.is_some() && !has_data && idle {
             if self.probe_at.is_none() {
                 let rto = self.subflows[0].rtt().rto();
-                self.probe_at = Some(now + rto);
+                self.probe_at = Some(self.cfg.jiffies.expiry(now, rto));
             }
         } else {
             self.probe_at = None;

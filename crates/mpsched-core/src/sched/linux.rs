@@ -190,6 +190,14 @@ impl Scheduler for LinuxSched {
         INFO.name
     }
 
+    fn pushed_end(&self) -> u64 {
+        self.next_new
+    }
+
+    fn queued(&self, sf: usize) -> u32 {
+        self.queues.get(sf).map_or(0, |q| q.len() as u32)
+    }
+
     fn next(&mut self, ctx: &mut SchedCtx) -> Option<Decision> {
         let n = ctx.subflows().len();
         if self.avg_pacing.len() < n {

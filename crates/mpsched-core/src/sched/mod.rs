@@ -269,6 +269,18 @@ pub trait Scheduler {
     /// A Data ACK advanced the left edge by `acked` segments; `left_edge_subflows` is where
     /// the segment at the old left edge had been sent. (STMS-A adjusts its gap here.)
     fn on_data_ack(&mut self, _now: Time, _acked: u64, _left_edge_subflows: SubflowSet) {}
+
+    /// Every data segment below this has been handed to some subflow's own send queue (upstream
+    /// Linux pushes data into subflows ahead of their windows; `msk->first_pending` is the
+    /// rest). Schedulers that hand a segment over only as it is sent leave it at 0.
+    fn pushed_end(&self) -> u64 {
+        0
+    }
+
+    /// Segments handed to subflow `sf`'s send queue and not yet sent.
+    fn queued(&self, _sf: usize) -> u32 {
+        0
+    }
 }
 
 /// What a scheduler says about itself: each scheduler's file exports one as `INFO`, and

@@ -68,6 +68,7 @@ pub fn sender_params(scheduler: &str, s: Setup, mut params: SchedParams) -> Send
             app_limited: false,
             subflows,
             loss_recovery: Default::default(),
+            jiffies: crate::jiffies::Jiffies::EXACT,
             trace: true,
         },
         Box::new(Reno),

@@ -12,6 +12,7 @@
 //!
 //! Segments handed to the connection come out in subflow order through `poll_in_order`.
 
+use crate::jiffies::Jiffies;
 use crate::packet::{DataSeg, SackBlock, MAX_SACK_BLOCKS};
 use crate::time::{Dur, Time};
 use std::collections::VecDeque;
@@ -57,6 +58,8 @@ pub struct SubflowRx {
     ts_recent: Time,
     /// A duplicate arrived since the last ACK: the next one reports it (RFC 2883 D-SACK).
     dsack: bool,
+    /// The kernel's ticks, on which the delayed-ACK timer runs.
+    jiffies: Jiffies,
     pub segments_received: u64,
     pub duplicates: u64,
 }
@@ -77,9 +80,14 @@ impl SubflowRx {
             quickacks: MAX_QUICKACKS,
             ts_recent: Time::ZERO,
             dsack: false,
+            jiffies: Jiffies::EXACT,
             segments_received: 0,
             duplicates: 0,
         }
+    }
+
+    pub fn set_jiffies(&mut self, jiffies: Jiffies) {
+        self.jiffies = jiffies;
     }
 
     pub fn rcv_nxt(&self) -> u64 {
@@ -134,7 +142,7 @@ impl SubflowRx {
                 return self.ack_now();
             }
             if self.delack_at.is_none() {
-                self.delack_at = Some(now + DELACK);
+                self.delack_at = Some(self.jiffies.expiry(now, DELACK));
             }
             if self.unacked_segs >= 2 {
                 return AckNeed::Second;
@@ -176,7 +184,7 @@ impl SubflowRx {
         match self.delack_at {
             Some(t) => t <= now + Dur(DELACK.0 / 4),
             None => {
-                self.delack_at = Some(now + DELACK);
+                self.delack_at = Some(self.jiffies.expiry(now, DELACK));
                 false
             }
         }

@@ -3,8 +3,8 @@
 
 use crate::time::{Dur, Time};
 
-/// Linux `TCP_TIMEOUT_MIN` (2 jiffies at HZ = 1000): added to the reordering timer and, with
-/// more than one segment out, to the probe timeout.
+/// Linux `TCP_TIMEOUT_MIN_US`: added to the probe timeout with more than one segment out (the
+/// reordering timer adds `TCP_TIMEOUT_MIN`, two ticks: `Jiffies::ticks(2)`).
 pub const TIMEOUT_MIN: Dur = Dur::from_millis(2);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -39,6 +39,7 @@
 //! a small window, is repaired only by the retransmission timeout.
 
 use crate::cc::{AckSample, CaState, CcState, CongestionControl, INFINITE_SSTHRESH, INITIAL_CWND};
+use crate::jiffies::Jiffies;
 use crate::packet::{Ack, DataSeg};
 use crate::rtt::RttEstimator;
 use crate::subflow::prr::Prr;
@@ -46,7 +47,7 @@ use crate::subflow::rack::Rack;
 use crate::subflow::rate::{DeliveryRate, Stamp};
 use crate::subflow::scoreboard::Scoreboard;
 use crate::subflow::sndbuf::SendBuffer;
-use crate::subflow::timer::{TimerTable, TIMEOUT_MIN};
+use crate::subflow::timer::TimerTable;
 use crate::subflow::tlp::{ProbeAck, Tlp};
 use crate::time::{Dur, Time};
 
@@ -152,6 +153,8 @@ pub struct SubflowTx {
     /// Duplicates reported (`tp->dsack_dups`): more than retransmissions means a D-SACK
     /// cannot be trusted (a middlebox's duplicate).
     dsack_dups: u64,
+    /// The kernel's ticks, on which every timer here runs.
+    jiffies: Jiffies,
     pub stats: SubflowTxStats,
 }
 
@@ -185,6 +188,7 @@ impl SubflowTx {
             retrans_stamp: None,
             rcv_tsecr: Time::ZERO,
             dsack_dups: 0,
+            jiffies: Jiffies::EXACT,
             stats: SubflowTxStats::default(),
         }
     }
@@ -195,6 +199,12 @@ impl SubflowTx {
         if recovery == LossRecovery::Classic {
             self.rtt.use_rfc_floor();
         }
+    }
+
+    /// Runs the timers on a kernel's ticks (before anything is sent).
+    pub fn set_jiffies(&mut self, jiffies: Jiffies) {
+        self.jiffies = jiffies;
+        self.rtt.set_jiffies(jiffies);
     }
 
     /// The handshake's RTT measurement (the kernel seeds srtt from the SYN exchange).
@@ -712,7 +722,13 @@ impl SubflowTx {
         }
         let wait = self.rack_detect_loss(now);
         self.timers
-            .put(Timer::Reorder, wait.map(|w| now + w + TIMEOUT_MIN));
+            .put(Timer::Reorder, wait.map(|w| self.reo_deadline(now, w)));
+    }
+
+    /// `tcp_rack_mark_lost`: the wait in whole ticks plus `TCP_TIMEOUT_MIN` (2 ticks).
+    fn reo_deadline(&self, now: Time, wait: Dur) -> Time {
+        let j = self.jiffies;
+        j.expiry(now, j.round_up(wait) + j.ticks(2))
     }
 
     fn rack_detect_loss(&mut self, now: Time) -> Option<Dur> {
@@ -732,7 +748,7 @@ impl SubflowTx {
         let lost_before = self.sb.lost_out();
         let wait = self.rack_detect_loss(now);
         self.timers
-            .put(Timer::Reorder, wait.map(|w| now + w + TIMEOUT_MIN));
+            .put(Timer::Reorder, wait.map(|w| self.reo_deadline(now, w)));
         if self.sb.lost_out() > lost_before {
             // Linux: `tcp_enter_recovery`, then `tcp_cwnd_reduction(sk, 1, 0)`.
             self.update_ca_state(now, 1, false, cc, all);
@@ -760,7 +776,7 @@ impl SubflowTx {
                 .map_or(self.rtt.rto(), |t| t.saturating_since(now))
         };
         let pto = Tlp::timeout(self.rtt.srtt(), self.packets_out(), rto_left);
-        self.timers.set(Timer::Tlp, now + pto);
+        self.timers.set(Timer::Tlp, self.jiffies.expiry(now, pto));
     }
 
     /// Whether the probe timer has fired with a probe due (one per episode, `tcp_send_loss_probe`);
@@ -790,7 +806,7 @@ impl SubflowTx {
         self.timers.stop(Timer::Tlp);
         self.stats.tlp_probes += 1;
         // `tcp_rearm_rto` with nothing pending: a whole RTO from now.
-        self.timers.set(Timer::Rto, now + self.rtt.rto());
+        self.timers.set(Timer::Rto, self.rtt.rto_deadline(now));
     }
 
     /// A probe that repaired a loss reduces the window as entering recovery would
