@@ -123,15 +123,25 @@ def calibrate(
     out.mkdir(parents=True, exist_ok=True)
     state_path = out / "report.json"
     runs: dict[str, Any] = {}
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    kernel = {"kernel": platform.release(), "kernel_created": now}
     if (resume or rerun_sim) and state_path.exists():
-        runs = json.loads(state_path.read_text()).get("runs", {})
+        state = json.loads(state_path.read_text())
+        runs = state.get("runs", {})
         if rerun_sim:
             runs = {k: r for k, r in runs.items() if r.get("side") == "kernel"}
+        old = state.get("meta", {})
+        if any(r.get("side") == "kernel" for r in runs.values()) and "kernel" in old:
+            # The kernel runs kept are the old kernel's, of their day.
+            kernel = {
+                "kernel": old["kernel"],
+                "kernel_created": old.get("kernel_created", old.get("created", now)),
+            }
     meta = {
         "title": sweep.title,
         "source": sweep.source,
-        "created": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "kernel": platform.release(),
+        "created": now,
+        **kernel,
         "kernel_scheduler": "default",
         "simulator_scheduler": sim_scheduler,
         "simulator_note": note,
@@ -275,7 +285,12 @@ def render(meta: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> str:
         f"Kernel (Linux {meta['kernel']}, MPTCP scheduler `{meta['kernel_scheduler']}`) against "
         f"the simulator (scheduler `{meta['simulator_scheduler']}`), "
         f"{meta['repetitions']} repetition(s) per point, seeds `seed + i`. Source: "
-        f"`{meta['source']}`; created {meta['created']} by `mpsched calibrate`.",
+        f"`{meta['source']}`; created {meta['created']} by `mpsched calibrate`"
+        + (
+            f" (the kernel runs on {meta['kernel_created']})."
+            if meta.get("kernel_created", meta["created"]) != meta["created"]
+            else "."
+        ),
         "",
     ]
     if meta.get("simulator_note"):
