@@ -3,8 +3,14 @@
 //! - `wire`: the datagram format (docs/wire.md), parsed with every bound checked.
 //! - `session`: the Noise handshake with a pre-shared key and the sealed datagrams after it.
 //! - `replay`, `amplify`: replayed datagrams refused; at most 3x toward an unproven peer.
+//! - `server`, `client`: the two ends, sans-IO, each running the core (`Sender`, `Receiver`).
+//! - `convert`: the core's packets as frames; `source`: the bytes the server sends.
 
 pub mod amplify;
+pub mod client;
+pub mod convert;
 pub mod replay;
+pub mod server;
 pub mod session;
+pub mod source;
 pub mod wire;

@@ -187,10 +187,14 @@ pub enum Frame<'a> {
         gen: u8,
         ts_val: u32,
     },
+    /// The server's answer to a Join: its timestamp, which the client's first ACK on the path
+    /// must echo from the same address, and the stream's length (`u64::MAX`: endless).
     JoinAck {
         subflow: u8,
         gen: u8,
+        ts_val: u32,
         ts_ecr: u32,
+        size: u64,
     },
     Close {
         code: u8,
@@ -259,10 +263,14 @@ impl Frame<'_> {
             Frame::JoinAck {
                 subflow,
                 gen,
+                ts_val,
                 ts_ecr,
+                size,
             } => {
                 out.extend_from_slice(&[subflow, gen]);
+                out.extend_from_slice(&ts_val.to_be_bytes());
                 out.extend_from_slice(&ts_ecr.to_be_bytes());
+                out.extend_from_slice(&size.to_be_bytes());
             }
             Frame::Close { code } => out.push(code),
         }
@@ -330,7 +338,9 @@ impl<'a> Frame<'a> {
             Kind::JoinAck => Frame::JoinAck {
                 subflow: r.u8()?,
                 gen: r.u8()?,
+                ts_val: r.u32()?,
                 ts_ecr: r.u32()?,
+                size: (u64::from(r.u32()?) << 32) | u64::from(r.u32()?),
             },
             Kind::Close => Frame::Close { code: r.u8()? },
             Kind::Initial | Kind::Response => return Err(WireError::Kind(kind as u8)),
@@ -427,7 +437,9 @@ mod tests {
         roundtrip(Frame::JoinAck {
             subflow: 3,
             gen: 1,
+            ts_val: 7,
             ts_ecr: 99,
+            size: u64::MAX - 1,
         });
         roundtrip(Frame::Close { code: 0 });
     }

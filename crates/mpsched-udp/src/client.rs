@@ -1,0 +1,367 @@
+//! The client, sans-IO: it opens the connection on path 0 (the Noise handshake), then a
+//! subflow on every path (Join, JoinAck, and an ACK that echoes the JoinAck from the same
+//! address), and runs the core's `Receiver`: ACKs out, the stream's bytes in order.
+
+use crate::convert::{ack_frame, data_packet, from_us, us, DataContext};
+use crate::session::{ClientHandshake, OpenError, Psk, Session};
+use crate::wire::{Frame, Header, Kind, MAX_DATAGRAM};
+use mpsched_core::conn::{Receiver, ReceiverConfig, Stack};
+use mpsched_core::jiffies::Jiffies;
+use mpsched_core::packet::{Ack, Packet, Payload, SackBlock, MAX_SACK_BLOCKS};
+use mpsched_core::units::{wire, Bytes};
+use mpsched_core::{Dur, Time};
+use std::collections::{HashMap, VecDeque};
+
+/// The handshake's and the Joins' first retransmission timeout (Linux's SYN timeout), doubling.
+pub const RETRY: Dur = Dur::from_secs(1);
+pub const RETRIES: u32 = 6;
+
+#[derive(Clone, Debug)]
+pub struct ClientConfig {
+    pub paths: usize,
+    pub rcvbuf: u64,
+    pub stack: Stack,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            paths: 1,
+            rcvbuf: 6 << 20,
+            stack: Stack::Upstream,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClientDrops {
+    pub malformed: u64,
+    pub unauthenticated: u64,
+    pub replayed: u64,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct PathState {
+    joined: bool,
+    next_try: Option<Time>,
+    tries: u32,
+}
+
+enum State {
+    Handshake(Box<ClientHandshake>, Vec<u8>),
+    Open(Session),
+    Failed(String),
+}
+
+pub struct Client {
+    cfg: ClientConfig,
+    state: State,
+    next_try: Option<Time>,
+    tries: u32,
+    paths: Vec<PathState>,
+    receiver: Option<Receiver>,
+    /// Payload of segments above the in-order point, by data sequence number.
+    held: HashMap<u64, Vec<u8>>,
+    /// Every segment below this has been handed to the application.
+    delivered: u64,
+    total: Option<u64>,
+    ready: VecDeque<Vec<u8>>,
+    out: VecDeque<(usize, Vec<u8>)>,
+    plain: Vec<u8>,
+    peer_ts: Time,
+    closed: bool,
+    pub drops: ClientDrops,
+    pub bytes_received: Vec<u64>,
+}
+
+impl Client {
+    pub fn new(psk: &Psk, conn_id: u32, cfg: ClientConfig, now: Time) -> Client {
+        assert!((1..=crate::server::MAX_PATHS).contains(&cfg.paths));
+        let (hs, initial) = ClientHandshake::start(psk, conn_id);
+        let n = cfg.paths;
+        let mut c = Client {
+            cfg,
+            state: State::Handshake(Box::new(hs), initial.clone()),
+            next_try: Some(now + RETRY),
+            tries: 0,
+            paths: vec![PathState::default(); n],
+            receiver: None,
+            held: HashMap::new(),
+            delivered: 0,
+            total: None,
+            ready: VecDeque::new(),
+            out: VecDeque::new(),
+            plain: Vec::with_capacity(MAX_DATAGRAM),
+            peer_ts: Time::ZERO,
+            closed: false,
+            drops: ClientDrops::default(),
+            bytes_received: vec![0; n],
+        };
+        c.out.push_back((0, initial));
+        c
+    }
+
+    /// Why the connection failed, if it did.
+    pub fn failed(&self) -> Option<&str> {
+        match &self.state {
+            State::Failed(why) => Some(why),
+            _ => None,
+        }
+    }
+
+    /// The whole stream has arrived (a stream of known length).
+    pub fn is_complete(&self) -> bool {
+        self.total.is_some_and(|t| self.delivered_bytes() >= t)
+    }
+
+    /// The server said it is done.
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    pub fn total(&self) -> Option<u64> {
+        self.total
+    }
+
+    pub fn delivered_bytes(&self) -> u64 {
+        let mss = u64::from(wire::mss(true));
+        let b = self.delivered * mss;
+        self.total.map_or(b, |t| b.min(t))
+    }
+
+    pub fn receiver(&self) -> Option<&Receiver> {
+        self.receiver.as_ref()
+    }
+
+    /// The next bytes of the stream, in order.
+    pub fn read(&mut self) -> Option<Vec<u8>> {
+        self.ready.pop_front()
+    }
+
+    /// A datagram that arrived on path `path`.
+    pub fn handle(&mut self, now: Time, path: usize, datagram: &[u8]) {
+        let Ok((header, rest)) = Header::decode(datagram) else {
+            self.drops.malformed += 1;
+            return;
+        };
+        if header.kind == Kind::Response {
+            if let State::Handshake(..) = self.state {
+                let State::Handshake(hs, _) =
+                    std::mem::replace(&mut self.state, State::Failed(String::new()))
+                else {
+                    unreachable!()
+                };
+                match hs.finish(datagram) {
+                    Ok(s) => {
+                        self.state = State::Open(s);
+                        self.next_try = None;
+                        for i in 0..self.paths.len() {
+                            self.join(now, i);
+                        }
+                    }
+                    Err(e) => {
+                        self.count(e);
+                        self.state = State::Failed(format!("handshake: {e}"));
+                    }
+                }
+            }
+            return;
+        }
+        let State::Open(session) = &mut self.state else {
+            self.drops.malformed += 1;
+            return;
+        };
+        let frame = match session.open(&header, rest, &mut self.plain) {
+            Ok(f) => f,
+            Err(e) => {
+                match e {
+                    OpenError::Wire(_) => self.drops.malformed += 1,
+                    OpenError::Auth => self.drops.unauthenticated += 1,
+                    OpenError::Replay => self.drops.replayed += 1,
+                }
+                return;
+            }
+        };
+        if path < self.bytes_received.len() {
+            self.bytes_received[path] += datagram.len() as u64;
+        }
+        match frame {
+            Frame::JoinAck {
+                subflow,
+                ts_val,
+                size,
+                ..
+            } if usize::from(subflow) == path && path < self.paths.len() => {
+                if self.receiver.is_none() {
+                    self.total = (size != u64::MAX).then_some(size);
+                    self.receiver = Some(Receiver::new(ReceiverConfig {
+                        mptcp: true,
+                        rcvbuf: Bytes(self.cfg.rcvbuf),
+                        rcvbuf_initial: Bytes(mpsched_core::conn::rcvwin::RCVBUF_INITIAL),
+                        rcvbuf_autotune: true,
+                        window_ratio: None,
+                        subflows: self.paths.len(),
+                        stack: self.cfg.stack,
+                        total: self.total.map(Bytes),
+                        jiffies: Jiffies::EXACT,
+                        trace: false,
+                    }));
+                }
+                let p = &mut self.paths[path];
+                p.joined = true;
+                p.next_try = None;
+                // The ACK that confirms the subflow echoes the server's timestamp.
+                let rx = self.receiver.as_ref().expect("created");
+                let ack = Ack {
+                    ack: rx.subflows()[path].rcv_nxt(),
+                    sack: [SackBlock { start: 0, end: 0 }; MAX_SACK_BLOCKS],
+                    sack_len: 0,
+                    data_ack: rx.data_rcv_nxt(),
+                    rwnd: rx.rwnd(),
+                    ts_val: now,
+                    ts_ecr: Time::ZERO,
+                    dsack: false,
+                };
+                let pkt = Packet {
+                    subflow: path as u8,
+                    gen: 0,
+                    wire_len: 0,
+                    payload: Payload::Ack(ack),
+                };
+                let mut f = ack_frame(&pkt, &ack);
+                if let Frame::Ack { ts_ecr, .. } = &mut f {
+                    *ts_ecr = ts_val;
+                }
+                let mut d = Vec::with_capacity(96);
+                session.seal(&f, &mut d);
+                self.out.push_back((path, d));
+            }
+            Frame::Data {
+                subflow, payload, ..
+            } if usize::from(subflow) < self.paths.len() => {
+                let Some(rx) = self.receiver.as_mut() else {
+                    return;
+                };
+                let i = usize::from(subflow);
+                let cx = DataContext {
+                    rcv_nxt: rx.subflows()[i].rcv_nxt(),
+                    data_rcv_nxt: rx.data_rcv_nxt(),
+                    now,
+                    peer_ts: self.peer_ts,
+                };
+                let pkt = data_packet(&frame, &cx, datagram.len() as u32).expect("data");
+                let Payload::Data(seg) = pkt.payload else {
+                    unreachable!()
+                };
+                self.peer_ts = self.peer_ts.max(seg.ts_val);
+                // Keep the bytes of a segment the window admits, once.
+                let window_segs = self.cfg.rcvbuf / u64::from(wire::mss(true)) + 64;
+                if seg.dseq >= self.delivered
+                    && seg.dseq < self.delivered + window_segs
+                    && !self.held.contains_key(&seg.dseq)
+                {
+                    self.held.insert(seg.dseq, payload.to_vec());
+                }
+                rx.handle_data(now, &pkt);
+                while self.delivered < rx.data_rcv_nxt() {
+                    if let Some(bytes) = self.held.remove(&self.delivered) {
+                        self.ready.push_back(bytes);
+                    }
+                    self.delivered += 1;
+                }
+                self.flush_acks();
+            }
+            Frame::Close { .. } => self.closed = true,
+            _ => self.drops.malformed += 1,
+        }
+    }
+
+    fn count(&mut self, e: OpenError) {
+        match e {
+            OpenError::Wire(_) => self.drops.malformed += 1,
+            OpenError::Auth => self.drops.unauthenticated += 1,
+            OpenError::Replay => self.drops.replayed += 1,
+        }
+    }
+
+    fn join(&mut self, now: Time, i: usize) {
+        let State::Open(session) = &mut self.state else {
+            return;
+        };
+        let p = &mut self.paths[i];
+        if p.joined {
+            return;
+        }
+        p.tries += 1;
+        if p.tries > RETRIES + 1 {
+            p.next_try = None;
+            return;
+        }
+        p.next_try = Some(now + RETRY * (1u64 << (p.tries - 1)));
+        let mut d = Vec::with_capacity(32);
+        session.seal(
+            &Frame::Join {
+                subflow: i as u8,
+                gen: 0,
+                ts_val: us(now),
+            },
+            &mut d,
+        );
+        self.out.push_back((i, d));
+    }
+
+    fn flush_acks(&mut self) {
+        let (State::Open(session), Some(rx)) = (&mut self.state, self.receiver.as_mut()) else {
+            return;
+        };
+        while let Some(pkt) = rx.poll_transmit() {
+            let Payload::Ack(ack) = pkt.payload else {
+                continue;
+            };
+            let mut d = Vec::with_capacity(96);
+            session.seal(&ack_frame(&pkt, &ack), &mut d);
+            self.out.push_back((usize::from(pkt.subflow), d));
+        }
+    }
+
+    pub fn poll_transmit(&mut self) -> Option<(usize, Vec<u8>)> {
+        self.out.pop_front()
+    }
+
+    pub fn poll_timeout(&self) -> Option<Time> {
+        let rx = self.receiver.as_ref().and_then(Receiver::poll_timeout);
+        let joins = self.paths.iter().filter_map(|p| p.next_try).min();
+        [rx, joins, self.next_try].into_iter().flatten().min()
+    }
+
+    pub fn handle_timeout(&mut self, now: Time) {
+        if let State::Handshake(_, initial) = &self.state {
+            if self.next_try.is_some_and(|t| t <= now) {
+                self.tries += 1;
+                if self.tries > RETRIES {
+                    self.next_try = None;
+                    self.state = State::Failed("no answer from the server".into());
+                    return;
+                }
+                self.next_try = Some(now + RETRY * (1u64 << self.tries));
+                self.out.push_back((0, initial.clone()));
+            }
+        }
+        for i in 0..self.paths.len() {
+            if self.paths[i].next_try.is_some_and(|t| t <= now) {
+                self.join(now, i);
+            }
+        }
+        if let Some(rx) = self.receiver.as_mut() {
+            if rx.poll_timeout().is_some_and(|t| t <= now) {
+                rx.handle_timeout(now);
+            }
+        }
+        self.flush_acks();
+    }
+
+    /// The time a timestamp echoed by the server stands for (unused by the client itself).
+    pub fn echo_time(&self, v: u32, now: Time) -> Time {
+        from_us(v, now)
+    }
+}

@@ -1,0 +1,390 @@
+//! The server, sans-IO: datagrams and the time in, datagrams (with the address each goes to)
+//! and the next timer out. Each connection runs the core's `Sender` with the scheduler and
+//! congestion control asked for; a subflow opens when the client's Join on a path has been
+//! answered and confirmed from the same address (which proves the address, and measures the
+//! handshake's RTT as a SYN/SYN-ACK/ACK would).
+
+use crate::amplify::Budget;
+use crate::convert::{ack_packet, data_frame, us, AckContext};
+use crate::session::{respond, OpenError, Psk, Session};
+use crate::source::Source;
+use crate::wire::{Frame, Header, Kind, MAX_DATAGRAM};
+use mpsched_core::cc::CcKind;
+use mpsched_core::conn::sender::SubflowConfig;
+use mpsched_core::conn::{Sender, SenderConfig, Stack};
+use mpsched_core::jiffies::Jiffies;
+use mpsched_core::packet::Payload;
+use mpsched_core::sched::{self, SchedParams};
+use mpsched_core::subflow::tx::LossRecovery;
+use mpsched_core::units::Bytes;
+use mpsched_core::{Dur, Time};
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+/// Paths (subflows) a connection may open.
+pub const MAX_PATHS: usize = 8;
+/// Connections served at once; Initials beyond are dropped.
+pub const MAX_CONNS: usize = 64;
+/// A connection that has heard nothing for this long is forgotten.
+pub const IDLE_TIMEOUT: Dur = Dur::from_secs(30);
+
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    pub scheduler: String,
+    pub scheduler_params: SchedParams,
+    pub congestion: String,
+    pub sndbuf: u64,
+    pub stack: Stack,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            scheduler: "linux".into(),
+            scheduler_params: SchedParams::new(),
+            congestion: "cubic".into(),
+            sndbuf: 6 << 20,
+            stack: Stack::Upstream,
+        }
+    }
+}
+
+/// Datagrams dropped, by reason: none of them reaches a connection.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Drops {
+    pub malformed: u64,
+    pub unauthenticated: u64,
+    pub replayed: u64,
+    pub unknown_connection: u64,
+    /// Not sent: the address had not proved itself and the budget was spent.
+    pub amplification: u64,
+    pub over_capacity: u64,
+}
+
+impl Drops {
+    fn count(&mut self, e: OpenError) {
+        match e {
+            OpenError::Wire(_) => self.malformed += 1,
+            OpenError::Auth => self.unauthenticated += 1,
+            OpenError::Replay => self.replayed += 1,
+        }
+    }
+}
+
+struct Path {
+    addr: SocketAddr,
+    budget: Budget,
+    /// The JoinAck's timestamp and when it left, until the confirming ACK.
+    challenge: Option<(u32, Time)>,
+    established: bool,
+}
+
+struct Conn {
+    session: Session,
+    sender: Sender,
+    response: Vec<u8>,
+    paths: Vec<Option<Path>>,
+    started: bool,
+    closed: bool,
+    last_heard: Time,
+    peer_ts: Time,
+}
+
+pub struct Server {
+    psk: Psk,
+    cfg: ServerConfig,
+    source: Arc<dyn Source + Sync>,
+    conns: HashMap<u32, Conn>,
+    out: VecDeque<(SocketAddr, Vec<u8>)>,
+    plain: Vec<u8>,
+    payload: Vec<u8>,
+    pub drops: Drops,
+}
+
+impl Server {
+    /// Checks the scheduler and congestion control names first.
+    pub fn new(
+        psk: Psk,
+        cfg: ServerConfig,
+        source: Arc<dyn Source + Sync>,
+    ) -> Result<Server, String> {
+        sched::build(&cfg.scheduler, &cfg.scheduler_params).map_err(|e| e.to_string())?;
+        CcKind::parse(&cfg.congestion).ok_or_else(|| {
+            format!(
+                "unknown congestion control '{}' (known: {})",
+                cfg.congestion,
+                CcKind::known()
+            )
+        })?;
+        Ok(Server {
+            psk,
+            cfg,
+            source,
+            conns: HashMap::new(),
+            out: VecDeque::new(),
+            plain: Vec::with_capacity(MAX_DATAGRAM),
+            payload: vec![0; MAX_DATAGRAM],
+            drops: Drops::default(),
+        })
+    }
+
+    fn new_sender(&self, now: Time) -> Sender {
+        let subflows = (0..MAX_PATHS)
+            .map(|_| SubflowConfig {
+                established_at: Time::MAX,
+                handshake_rtt: Dur::ZERO,
+                backup: false,
+            })
+            .collect();
+        Sender::new(
+            SenderConfig {
+                mptcp: true,
+                sndbuf: Bytes(self.cfg.sndbuf),
+                sndbuf_autotune: true,
+                stack: self.cfg.stack,
+                initial_rwnd: Bytes(128 << 10),
+                total: self.source.len().map(Bytes),
+                app_limited: false,
+                subflows,
+                loss_recovery: LossRecovery::Linux,
+                // Timers on this clock's nanoseconds: nothing ticks here but the OS clock.
+                jiffies: Jiffies::EXACT,
+                trace: false,
+            },
+            CcKind::parse(&self.cfg.congestion)
+                .expect("checked")
+                .build(),
+            sched::build(&self.cfg.scheduler, &self.cfg.scheduler_params).expect("checked"),
+            now,
+        )
+    }
+
+    pub fn connections(&self) -> usize {
+        self.conns.len()
+    }
+
+    /// A datagram from `from`.
+    pub fn handle(&mut self, now: Time, from: SocketAddr, datagram: &[u8]) {
+        let header = match Header::decode(datagram) {
+            Ok((h, _)) => h,
+            Err(_) => {
+                self.drops.malformed += 1;
+                return;
+            }
+        };
+        if header.kind == Kind::Initial {
+            self.handle_initial(now, from, header.conn_id, datagram);
+            return;
+        }
+        let Some(conn) = self.conns.get_mut(&header.conn_id) else {
+            self.drops.unknown_connection += 1;
+            return;
+        };
+        let sealed = &datagram[header.len()..];
+        let frame = match conn.session.open(&header, sealed, &mut self.plain) {
+            Ok(f) => f,
+            Err(e) => {
+                self.drops.count(e);
+                return;
+            }
+        };
+        conn.last_heard = now;
+        let wire_len = datagram.len() as u32;
+        match frame {
+            Frame::Join {
+                subflow, ts_val, ..
+            } if usize::from(subflow) < MAX_PATHS => {
+                let i = usize::from(subflow);
+                let mut budget = Budget::default();
+                budget.on_received(datagram.len());
+                let known = conn.paths[i].as_ref().is_some_and(|p| p.addr == from);
+                if !known {
+                    conn.paths[i] = Some(Path {
+                        addr: from,
+                        budget,
+                        challenge: None,
+                        established: false,
+                    });
+                }
+                let path = conn.paths[i].as_mut().expect("set");
+                let ts = us(now);
+                path.challenge.get_or_insert((ts, now));
+                let (ts, _) = path.challenge.expect("set");
+                let answer = Frame::JoinAck {
+                    subflow,
+                    gen: 0,
+                    ts_val: ts,
+                    ts_ecr: ts_val,
+                    size: self.source.len().unwrap_or(u64::MAX),
+                };
+                let mut d = Vec::with_capacity(64);
+                conn.session.seal(&answer, &mut d);
+                if path.budget.try_send(d.len()) {
+                    self.out.push_back((from, d));
+                } else {
+                    self.drops.amplification += 1;
+                }
+            }
+            Frame::Ack {
+                subflow, ts_ecr, ..
+            } => {
+                let i = usize::from(subflow);
+                let Some(Some(path)) = conn.paths.get_mut(i) else {
+                    self.drops.malformed += 1;
+                    return;
+                };
+                path.budget.on_received(datagram.len());
+                if path.addr != from {
+                    // The client's address changed (a NAT rebinding): data follows it, within
+                    // the budget, until an ACK from there echoes what was sent there.
+                    path.addr = from;
+                    path.budget = Budget::default();
+                    path.budget.on_received(datagram.len());
+                    path.challenge = Some((us(now), now));
+                }
+                if let Some((ts, sent)) = path.challenge {
+                    if ts_ecr == ts {
+                        path.challenge = None;
+                        path.budget.prove();
+                        if !path.established {
+                            path.established = true;
+                            conn.sender.establish(now, i, now - sent);
+                            if !conn.started {
+                                conn.started = true;
+                                conn.sender.start(now);
+                            }
+                        }
+                    }
+                }
+                if path.established {
+                    let cx = AckContext {
+                        snd_una: conn.sender.subflows()[i].snd_una(),
+                        data_una: conn.sender.data().una(),
+                        now,
+                        peer_ts: conn.peer_ts,
+                    };
+                    if let Some(pkt) = ack_packet(&frame, &cx, wire_len) {
+                        if let Payload::Ack(a) = pkt.payload {
+                            conn.peer_ts = conn.peer_ts.max(a.ts_val);
+                        }
+                        conn.sender.handle_ack(now, &pkt);
+                    }
+                }
+            }
+            Frame::Close { .. } => conn.closed = true,
+            _ => self.drops.malformed += 1,
+        }
+        self.flush(now, header.conn_id);
+    }
+
+    fn handle_initial(&mut self, now: Time, from: SocketAddr, conn_id: u32, datagram: &[u8]) {
+        if let Some(conn) = self.conns.get_mut(&conn_id) {
+            // The Response was lost: the same answer again, to the same address only.
+            if conn.paths[0].as_ref().is_none_or(|p| p.addr == from) && !conn.started {
+                self.out.push_back((from, conn.response.clone()));
+            }
+            return;
+        }
+        if self.conns.len() >= MAX_CONNS {
+            self.drops.over_capacity += 1;
+            return;
+        }
+        match respond(&self.psk, datagram) {
+            Ok((session, response)) => {
+                // The Response is no larger than the Initial: no amplification.
+                debug_assert!(response.len() <= datagram.len());
+                self.out.push_back((from, response.clone()));
+                let sender = self.new_sender(now);
+                self.conns.insert(
+                    conn_id,
+                    Conn {
+                        session,
+                        sender,
+                        response,
+                        paths: (0..MAX_PATHS).map(|_| None).collect(),
+                        started: false,
+                        closed: false,
+                        last_heard: now,
+                        peer_ts: Time::ZERO,
+                    },
+                );
+            }
+            Err(e) => self.drops.count(e),
+        }
+    }
+
+    /// Seals what connection `id`'s sender has to send.
+    fn flush(&mut self, now: Time, id: u32) {
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        let mss = u64::from(conn.sender.data().mss());
+        while let Some(pkt) = conn.sender.poll_transmit() {
+            let Payload::Data(seg) = pkt.payload else {
+                continue;
+            };
+            let Some(Some(path)) = conn.paths.get_mut(usize::from(pkt.subflow)) else {
+                continue;
+            };
+            let len = seg.len as usize;
+            let buf = &mut self.payload[..len];
+            if self.source.read_at(seg.dseq * mss, buf).is_err() {
+                continue;
+            }
+            let frame = data_frame(&pkt, &seg, buf);
+            let mut d = Vec::with_capacity(MAX_DATAGRAM);
+            conn.session.seal(&frame, &mut d);
+            if path.budget.try_send(d.len()) {
+                self.out.push_back((path.addr, d));
+            } else {
+                self.drops.amplification += 1;
+            }
+        }
+        if conn.sender.data().finished() && !conn.closed {
+            conn.closed = true;
+            for path in conn.paths.iter_mut().flatten().filter(|p| p.established) {
+                let mut d = vec![];
+                conn.session.seal(&Frame::Close { code: 0 }, &mut d);
+                self.out.push_back((path.addr, d));
+            }
+        }
+        let _ = now;
+    }
+
+    pub fn poll_transmit(&mut self) -> Option<(SocketAddr, Vec<u8>)> {
+        self.out.pop_front()
+    }
+
+    pub fn poll_timeout(&self) -> Option<Time> {
+        self.conns
+            .values()
+            .map(|c| {
+                let idle = c.last_heard + IDLE_TIMEOUT;
+                c.sender.poll_timeout().map_or(idle, |t| t.min(idle))
+            })
+            .min()
+    }
+
+    pub fn handle_timeout(&mut self, now: Time) {
+        self.conns.retain(|_, c| {
+            now < c.last_heard + IDLE_TIMEOUT
+                && !(c.closed
+                    && c.sender.data().finished()
+                    && now > c.last_heard + Dur::from_secs(2))
+        });
+        let ids: Vec<u32> = self.conns.keys().copied().collect();
+        for id in ids {
+            let conn = self.conns.get_mut(&id).expect("listed");
+            if conn.sender.poll_timeout().is_some_and(|t| t <= now) {
+                conn.sender.handle_timeout(now);
+            }
+            self.flush(now, id);
+        }
+    }
+
+    /// Bytes each subflow of connection `id` has sent (payload, retransmissions included).
+    pub fn sender(&self, id: u32) -> Option<&Sender> {
+        self.conns.get(&id).map(|c| &c.sender)
+    }
+}

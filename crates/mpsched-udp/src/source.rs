@@ -1,0 +1,71 @@
+//! What the server sends: the bytes of a file, or a generated stream, read by offset as the
+//! core's segments go out (a segment `dseq` is bytes `dseq x MSS ..`).
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+pub trait Source: Send {
+    /// Its length; `None`: endless.
+    fn len(&self) -> Option<u64>;
+    fn is_empty(&self) -> bool {
+        self.len() == Some(0)
+    }
+    /// Fills `buf` with the bytes at `offset`.
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
+}
+
+/// A file.
+pub struct FileSource {
+    file: File,
+    len: u64,
+}
+
+impl FileSource {
+    pub fn open(path: &Path) -> io::Result<FileSource> {
+        let file = File::open(path)?;
+        let len = file.metadata()?.len();
+        Ok(FileSource { file, len })
+    }
+}
+
+impl Source for FileSource {
+    fn len(&self) -> Option<u64> {
+        Some(self.len)
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        self.file.read_exact_at(buf, offset)
+    }
+}
+
+/// A generated stream (`len` bytes, or endless): each 8-byte word is a hash of its offset, so
+/// the receiver can check every byte without a copy of the file.
+pub struct Pattern {
+    pub len: Option<u64>,
+}
+
+impl Pattern {
+    /// The byte at `offset`.
+    pub fn byte(offset: u64) -> u8 {
+        let word = offset / 8;
+        // splitmix64's finalizer: every word different, cheap.
+        let mut z = word.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        z.to_le_bytes()[(offset % 8) as usize]
+    }
+}
+
+impl Source for Pattern {
+    fn len(&self) -> Option<u64> {
+        self.len
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        for (i, b) in buf.iter_mut().enumerate() {
+            *b = Pattern::byte(offset + i as u64);
+        }
+        Ok(())
+    }
+}
