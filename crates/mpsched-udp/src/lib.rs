@@ -9,6 +9,7 @@
 pub mod amplify;
 pub mod client;
 pub mod convert;
+pub mod driver;
 pub mod replay;
 pub mod server;
 pub mod session;

@@ -1,0 +1,200 @@
+//! The real-time driver: the OS clock mapped onto the core's time, UDP sockets (the server's
+//! one; the client's one per path, each bound to its own local address so that each takes
+//! its own route), and a wait on the sockets with the next timer as deadline (`ppoll`, to the
+//! nanosecond; the kernel's timer slack, 50 us, is the precision).
+
+use crate::client::Client;
+use crate::server::Server;
+use mpsched_core::Time;
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// The core's time: nanoseconds since `epoch`.
+#[derive(Clone, Copy, Debug)]
+pub struct Clock {
+    epoch: Instant,
+}
+
+impl Clock {
+    pub fn start() -> Clock {
+        Clock {
+            epoch: Instant::now(),
+        }
+    }
+    pub fn now(&self) -> Time {
+        Time(self.epoch.elapsed().as_nanos() as u64)
+    }
+}
+
+/// Waits until one of `sockets` is readable or `deadline` (core time) passes; at most
+/// `cap` so that a stop flag is seen.
+fn wait(
+    sockets: &[&UdpSocket],
+    clock: &Clock,
+    deadline: Option<Time>,
+    cap: Duration,
+) -> io::Result<()> {
+    let now = clock.now();
+    let wait = deadline.map_or(cap, |d| {
+        Duration::from_nanos(d.0.saturating_sub(now.0)).min(cap)
+    });
+    if wait.is_zero() {
+        return Ok(());
+    }
+    let mut fds: Vec<libc::pollfd> = sockets
+        .iter()
+        .map(|s| libc::pollfd {
+            fd: s.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let ts = libc::timespec {
+        tv_sec: wait.as_secs() as libc::time_t,
+        tv_nsec: wait.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: `fds` is a valid array of `fds.len()` pollfd structs for the call's duration.
+    let r = unsafe {
+        libc::ppoll(
+            fds.as_mut_ptr(),
+            fds.len() as libc::nfds_t,
+            &ts,
+            std::ptr::null(),
+        )
+    };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// Serves until `stop` is set: each datagram into the server, its answers out.
+pub fn serve(socket: &UdpSocket, server: &mut Server, stop: &AtomicBool) -> io::Result<()> {
+    socket.set_nonblocking(true)?;
+    let clock = Clock::start();
+    let mut buf = vec![0u8; 65_536];
+    while !stop.load(Ordering::Relaxed) {
+        wait(
+            &[socket],
+            &clock,
+            server.poll_timeout(),
+            Duration::from_millis(100),
+        )?;
+        loop {
+            match socket.recv_from(&mut buf) {
+                Ok((n, from)) => server.handle(clock.now(), from, &buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                // A refused send toward a client that left shows up here: not the server's end.
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        let now = clock.now();
+        if server.poll_timeout().is_some_and(|t| t <= now) {
+            server.handle_timeout(now);
+        }
+        while let Some((to, d)) = server.poll_transmit() {
+            send(socket.send_to(&d, to))?;
+        }
+    }
+    Ok(())
+}
+
+/// A send that the network refused is a lost datagram, as on the wire; other errors stop.
+fn send(r: io::Result<usize>) -> io::Result<()> {
+    match r {
+        Ok(_) => Ok(()),
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock
+                    | io::ErrorKind::ConnectionRefused
+                    | io::ErrorKind::NetworkUnreachable
+                    | io::ErrorKind::HostUnreachable
+                    | io::ErrorKind::AddrNotAvailable
+            ) || e.raw_os_error() == Some(libc::ENETDOWN)
+                || e.raw_os_error() == Some(libc::ENOBUFS) =>
+        {
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The client's sockets: one per path, bound to the path's local address and connected to
+/// the server.
+pub fn client_sockets(locals: &[SocketAddr], server: SocketAddr) -> io::Result<Vec<UdpSocket>> {
+    locals
+        .iter()
+        .map(|local| {
+            let s = UdpSocket::bind(local)?;
+            s.connect(server)?;
+            s.set_nonblocking(true)?;
+            Ok(s)
+        })
+        .collect()
+}
+
+/// Runs `client` until the stream is complete, the server closes, `stop` is set, or the
+/// client fails; `sink` takes the stream's bytes in order, `tick` is called about every
+/// 100 ms (progress).
+pub fn run_client(
+    sockets: &[UdpSocket],
+    client: &mut Client,
+    clock: &Clock,
+    stop: &AtomicBool,
+    mut sink: impl FnMut(&[u8]) -> io::Result<()>,
+    mut tick: impl FnMut(&Client, Time),
+) -> io::Result<()> {
+    let mut buf = vec![0u8; 65_536];
+    let refs: Vec<&UdpSocket> = sockets.iter().collect();
+    let mut last_tick = clock.now();
+    loop {
+        let now = clock.now();
+        if client.poll_timeout().is_some_and(|t| t <= now) {
+            client.handle_timeout(now);
+        }
+        while let Some((p, d)) = client.poll_transmit() {
+            send(sockets[p].send(&d))?;
+        }
+        while let Some(bytes) = client.read() {
+            sink(&bytes)?;
+        }
+        if now.0 - last_tick.0 >= 100_000_000 {
+            tick(client, now);
+            last_tick = now;
+        }
+        if client.is_complete() || client.is_closed() || stop.load(Ordering::Relaxed) {
+            tick(client, now);
+            return Ok(());
+        }
+        if let Some(why) = client.failed() {
+            return Err(io::Error::other(why.to_string()));
+        }
+        wait(
+            &refs,
+            clock,
+            client.poll_timeout(),
+            Duration::from_millis(100),
+        )?;
+        for (p, s) in sockets.iter().enumerate() {
+            loop {
+                match s.recv(&mut buf) {
+                    Ok(n) => client.handle(clock.now(), p, &buf[..n]),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    // The server's port refused (ICMP): that path's datagrams are lost.
+                    Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => break,
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+    }
+}
