@@ -68,6 +68,28 @@ def emulator_main(config_path: str) -> None:
     """Runs the link emulator (``mpsched-emu CONFIG``) as this process, and exits it (Linux
     only). ``python -m mpsched.testbed.emulator CONFIG`` starts it as a process of its own."""
 
+def udp_serve(
+    bind: str,
+    secret: bytes,
+    file: str | None = None,
+    size: int | None = None,
+    scheduler: str = "linux",
+    params: list[tuple[str, str]] = ...,
+    congestion: str = "cubic",
+    sndbuf: int = ...,
+) -> str:
+    """Serve until Ctrl-C (the real transport over UDP); the datagrams dropped, as JSON."""
+
+def udp_get(
+    server: str,
+    locals: list[str],
+    secret: bytes,
+    out: str | None = None,
+    rcvbuf: int = ...,
+    progress: Callable[[int, int | None, list[int]], object] | None = None,
+) -> str:
+    """Download from an ``mpsched serve``; the summary as JSON."""
+
 def bench_event_queue(events: int = 5_000_000, pending: int = 1024) -> float:
     """Million push/pop pairs per second of a bare binary-heap event loop."""
 

@@ -116,7 +116,10 @@ fn two_tcp_flows_through_one_bottleneck_share_it() {
         let (a, b) = (s.flows[0].goodput_mbps, s.flows[1].goodput_mbps);
         eprintln!("phase {k}: {a:.2} + {b:.2}");
         // Each flow's goodput is over its own lifetime: a late start lifts the sum a little.
-        assert!(a + b > 0.95 * payload && a + b <= 1.01 * payload, "{a} + {b}");
+        assert!(
+            a + b > 0.95 * payload && a + b <= 1.01 * payload,
+            "{a} + {b}"
+        );
         sum_a += a;
         sum_b += b;
     }

@@ -75,11 +75,21 @@ fn wait(
 }
 
 /// Serves until `stop` is set: each datagram into the server, its answers out.
-pub fn serve(socket: &UdpSocket, server: &mut Server, stop: &AtomicBool) -> io::Result<()> {
+pub fn serve(
+    socket: &UdpSocket,
+    server: &mut Server,
+    stop: &AtomicBool,
+    mut tick: impl FnMut(&Server),
+) -> io::Result<()> {
     socket.set_nonblocking(true)?;
     let clock = Clock::start();
     let mut buf = vec![0u8; 65_536];
+    let mut last_tick = clock.now();
     while !stop.load(Ordering::Relaxed) {
+        if clock.now().0 - last_tick.0 >= 100_000_000 {
+            tick(server);
+            last_tick = clock.now();
+        }
         wait(
             &[socket],
             &clock,

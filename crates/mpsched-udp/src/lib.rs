@@ -7,6 +7,7 @@
 //! - `convert`: the core's packets as frames; `source`: the bytes the server sends.
 
 pub mod amplify;
+pub mod app;
 pub mod client;
 pub mod convert;
 pub mod driver;

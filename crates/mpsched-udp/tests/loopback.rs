@@ -23,7 +23,7 @@ fn a_stream_crosses_two_loopback_paths_whole() {
     let handle = std::thread::spawn(move || {
         // The core's connection is built on the thread that runs it (it is not `Send`).
         let mut server = Server::new(server_psk, ServerConfig::default(), source).unwrap();
-        serve(&socket, &mut server, &stop2).unwrap();
+        serve(&socket, &mut server, &stop2, |_| {}).unwrap();
         server.drops
     });
     let locals: Vec<SocketAddr> = vec![

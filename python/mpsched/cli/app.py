@@ -24,6 +24,7 @@ from .schedulers import schedulers_command
 from .schema import schema_command
 from .sweep import sweep_command
 from .table import table_command
+from .transport import get_command, serve_command
 
 __all__ = ["cli", "main"]
 
@@ -36,6 +37,8 @@ __all__ = ["cli", "main"]
         bench_command,
         emulate_command,
         calibrate_command,
+        serve_command,
+        get_command,
         sweep_command,
         plot_command,
         compare_command,

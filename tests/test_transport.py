@@ -1,0 +1,102 @@
+"""`mpsched serve` and `mpsched get`: the real transport over UDP on this machine's loopback."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+SECRET = "a shared secret of at least thirty-two bytes"
+MPSCHED = [sys.executable, "-m", "mpsched"]
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "MPSCHED_SECRET": SECRET}
+
+
+@pytest.fixture
+def served_file(tmp_path: Path):
+    data = os.urandom(20_000_000)
+    path = tmp_path / "file.bin"
+    path.write_bytes(data)
+    port = _free_port()
+    server = subprocess.Popen(
+        [*MPSCHED, "serve", str(path), "--bind", f"127.0.0.1:{port}", "--scheduler", "stms-c"],
+        env=_env(),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(0.5)
+    yield port, hashlib.sha256(data).hexdigest()
+    server.send_signal(signal.SIGINT)
+    _, err = server.communicate(timeout=10)
+    assert server.returncode == 0, err
+    assert "datagrams dropped" in err
+
+
+def test_a_file_arrives_over_two_paths_with_its_hash(served_file, tmp_path: Path) -> None:
+    port, sha = served_file
+    out = tmp_path / "got.bin"
+    done = subprocess.run(
+        [
+            *MPSCHED,
+            "get",
+            f"127.0.0.1:{port}",
+            "--path",
+            "127.0.0.1",
+            "--path",
+            "127.0.0.2",
+            "--out",
+            str(out),
+            "--json",
+        ],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["complete"] and summary["bytes"] == 20_000_000
+    assert summary["sha256"] == sha == hashlib.sha256(out.read_bytes()).hexdigest()
+    assert all(sf["bytes_received"] > 0 for sf in summary["subflows"]), summary
+    assert summary["drops"] == {"malformed": 0, "unauthenticated": 0, "replayed": 0}
+
+
+def test_without_a_secret_the_commands_say_how_to_give_one() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "MPSCHED_SECRET"}
+    done = subprocess.run(
+        [*MPSCHED, "get", "127.0.0.1:9"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "MPSCHED_SECRET" in done.stderr and "--key-file" in done.stderr
+    short = {**env, "MPSCHED_SECRET": "short"}
+    done = subprocess.run(
+        [*MPSCHED, "serve", "--bind", "127.0.0.1:0"],
+        env=short,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 2 and "at least 32" in done.stderr, done.stderr
