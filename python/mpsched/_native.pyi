@@ -25,6 +25,8 @@ __all__ = [
     "emulator_main",
     "run",
     "schedulers",
+    "udp_get",
+    "udp_serve",
 ]
 
 _Dtype = Literal["i64", "u64", "u32", "u16", "u8", "f64"]
@@ -73,9 +75,9 @@ def udp_serve(
     secret: bytes,
     file: str | None = None,
     size: int | None = None,
-    scheduler: str = "linux",
+    scheduler: str = ...,
     params: list[tuple[str, str]] = ...,
-    congestion: str = "cubic",
+    congestion: str = ...,
     sndbuf: int = ...,
 ) -> str:
     """Serve until Ctrl-C (the real transport over UDP); the datagrams dropped, as JSON."""

@@ -280,9 +280,13 @@ impl Server {
 
     fn handle_initial(&mut self, now: Time, from: SocketAddr, conn_id: u32, datagram: &[u8]) {
         if let Some(conn) = self.conns.get_mut(&conn_id) {
-            // The Response was lost: the same answer again, to the same address only.
-            if conn.paths[0].as_ref().is_none_or(|p| p.addr == from) && !conn.started {
+            if conn.paths[0].is_none() && datagram.len() >= conn.response.len() {
+                // The Response was lost before the first Join: the same answer again (no
+                // larger than the Initial).
                 self.out.push_back((from, conn.response.clone()));
+            } else {
+                // Too late to be the client's: a replay.
+                self.drops.replayed += 1;
             }
             return;
         }
