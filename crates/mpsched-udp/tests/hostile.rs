@@ -187,7 +187,7 @@ fn pump_once(
             client.handle(*now, p, &d);
         }
     }
-    *now = *now + Dur::from_millis(1);
+    *now += Dur::from_millis(1);
     client.handle_timeout(*now);
     server.handle_timeout(*now);
 }
@@ -240,7 +240,7 @@ fn a_path_redirected_to_another_address_gets_at_most_three_times_what_came_from_
         while let Some((p, d)) = client.poll_transmit() {
             server.handle(now, addr(p), &d);
         }
-        now = now + Dur::from_millis(1);
+        now += Dur::from_millis(1);
         client.handle_timeout(now);
         server.handle_timeout(now);
         if client.is_complete() {
