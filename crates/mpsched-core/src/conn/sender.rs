@@ -708,12 +708,15 @@ impl Sender {
 
         // Data not yet handed to any subflow, or all of it again after a subflow went stale
         // (`mptcp_send_head`).
-        let send_head = self.shared.rewound
-            || self
-                .data
-                .unsent()
-                .next()
-                .is_some_and(|d| d.max(self.sched.pushed_end()) < self.data.written_end());
+        // (`first_unsent` is never sent; what lies above it may be, out of order.)
+        let send_head = self.msk_rtx.is_some()
+            && (self.shared.rewound
+                || self
+                    .data
+                    .first_unsent
+                    .max(self.data.una)
+                    .max(self.sched.pushed_end())
+                    < self.data.written_end());
         let mut guard = 0u32;
         // Between events only the subflows an event touched change; until every subflow has
         // joined, time itself changes the views.
