@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -45,7 +46,7 @@ def served_file(tmp_path: Path):
     server.send_signal(signal.SIGINT)
     _, err = server.communicate(timeout=10)
     assert server.returncode == 0, err
-    assert "datagrams dropped" in err
+    assert "datagrams dropped" in err and "scheduler decisions" in err
 
 
 def test_a_file_arrives_over_two_paths_with_its_hash(served_file, tmp_path: Path) -> None:
@@ -100,3 +101,48 @@ def test_without_a_secret_the_commands_say_how_to_give_one() -> None:
         check=False,
     )
     assert done.returncode == 2 and "at least 32" in done.stderr, done.stderr
+
+
+def test_a_scheduler_written_in_python_serves_a_transfer_and_its_cost_is_reported() -> None:
+    port = _free_port()
+    server = subprocess.Popen(
+        [
+            *MPSCHED,
+            "serve",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--size",
+            "20MB",
+            "--scheduler",
+            "mpsched.scheduler:MinRtt",
+        ],
+        env=_env(),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(0.5)
+    done = subprocess.run(
+        [
+            *MPSCHED,
+            "get",
+            f"127.0.0.1:{port}",
+            "--path",
+            "127.0.0.1",
+            "--path",
+            "127.0.0.2",
+            "--json",
+        ],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    server.send_signal(signal.SIGINT)
+    _, err = server.communicate(timeout=10)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["complete"]
+    # "stopped; 14,153 scheduler decisions, 3.10 us each in real time; ..."
+    decisions, cost = re.search(r"([\d,]+) scheduler decisions, ([\d.]+) us each", err).groups()
+    assert int(decisions.replace(",", "")) >= 20_000_000 // 1424
+    assert 0 < float(cost) < 1000, err

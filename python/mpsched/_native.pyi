@@ -79,8 +79,12 @@ def udp_serve(
     params: list[tuple[str, str]] = ...,
     congestion: str = ...,
     sndbuf: int = ...,
+    scheduler_object: object | None = None,
 ) -> str:
-    """Serve until Ctrl-C (the real transport over UDP); the datagrams dropped, as JSON."""
+    """Serve until Ctrl-C (the real transport over UDP); as JSON, the datagrams dropped and
+    the scheduler's decisions with their mean cost in microseconds. ``scheduler_object``: a
+    scheduler written in Python (its ``next(ctx)``), one per connection, instead of
+    ``scheduler``."""
 
 def udp_get(
     server: str,
@@ -89,6 +93,7 @@ def udp_get(
     out: str | None = None,
     rcvbuf: int = ...,
     progress: Callable[[int, int | None, list[int]], object] | None = None,
+    duration_s: float | None = None,
 ) -> str:
     """Download from an ``mpsched serve``; the summary as JSON."""
 

@@ -298,7 +298,7 @@ fn bench_scenarios(py: Python<'_>, names: Vec<String>) -> PyResult<String> {
 #[cfg(target_os = "linux")]
 #[pyfunction]
 #[pyo3(signature = (bind, secret, file=None, size=None, scheduler="linux".to_string(),
-    params=Vec::new(), congestion="cubic".to_string(), sndbuf=6 << 20))]
+    params=Vec::new(), congestion="cubic".to_string(), sndbuf=6 << 20, scheduler_object=None))]
 #[allow(clippy::too_many_arguments)]
 fn udp_serve(
     py: Python<'_>,
@@ -310,8 +310,23 @@ fn udp_serve(
     params: Vec<(String, String)>,
     congestion: String,
     sndbuf: u64,
+    scheduler_object: Option<PyObject>,
 ) -> PyResult<String> {
     use mpsched_udp::app::{parse_params, run_serve, ServeOptions};
+    // A scheduler written in Python: checked once here, then one per connection.
+    let factory: Option<mpsched_udp::server::SchedulerFactory> = match scheduler_object {
+        Some(obj) => {
+            pysched::PyScheduler::new(py, obj.clone_ref(py))?;
+            Some(Box::new(move || {
+                Python::with_gil(|py| {
+                    Box::new(
+                        pysched::PyScheduler::new(py, obj.clone_ref(py)).expect("checked above"),
+                    ) as Box<dyn mpsched_core::sched::Scheduler>
+                })
+            }))
+        }
+        None => None,
+    };
     use std::sync::atomic::{AtomicBool, Ordering};
     let bind = bind
         .parse()
@@ -328,14 +343,17 @@ fn udp_serve(
             sndbuf,
             ..Default::default()
         },
+        factory,
     };
     let stop = AtomicBool::new(false);
-    let drops = py
+    let report = py
         .allow_threads(|| {
             catch_unwind(AssertUnwindSafe(|| {
                 run_serve(opts, &stop, |_| {
-                    // Ctrl-C ends serving.
-                    if Python::with_gil(|py| py.check_signals()).is_err() {
+                    // Ctrl-C ends serving (it may have reached a Python scheduler first).
+                    if Python::with_gil(|py| py.check_signals()).is_err()
+                        || pysched::take_interrupt()
+                    {
                         stop.store(true, Ordering::Relaxed);
                     }
                 })
@@ -343,14 +361,19 @@ fn udp_serve(
         })
         .map_err(panic_message)?
         .map_err(PyValueError::new_err)?;
+    let drops = report.drops;
     Ok(format!(
-        r#"{{"malformed": {}, "unauthenticated": {}, "replayed": {}, "unknown_connection": {}, "amplification": {}, "over_capacity": {}}}"#,
+        r#"{{"drops": {{"malformed": {}, "unauthenticated": {}, "replayed": {}, "unknown_connection": {}, "amplification": {}, "over_capacity": {}}}, "decisions": {}, "decision_us": {}}}"#,
         drops.malformed,
         drops.unauthenticated,
         drops.replayed,
         drops.unknown_connection,
         drops.amplification,
-        drops.over_capacity
+        drops.over_capacity,
+        report.decisions,
+        report
+            .decision_us
+            .map_or("null".to_string(), |v| format!("{v:.3}"))
     ))
 }
 
@@ -359,7 +382,8 @@ fn udp_serve(
 /// Ctrl-C stops the download and returns what arrived.
 #[cfg(target_os = "linux")]
 #[pyfunction]
-#[pyo3(signature = (server, locals, secret, out=None, rcvbuf=6 << 20, progress=None))]
+#[pyo3(signature = (server, locals, secret, out=None, rcvbuf=6 << 20, progress=None, duration_s=None))]
+#[allow(clippy::too_many_arguments)]
 fn udp_get(
     py: Python<'_>,
     server: String,
@@ -368,6 +392,7 @@ fn udp_get(
     out: Option<String>,
     rcvbuf: u64,
     progress: Option<PyObject>,
+    duration_s: Option<f64>,
 ) -> PyResult<String> {
     use mpsched_udp::app::{run_get, GetOptions};
     use std::sync::atomic::{AtomicBool, Ordering};
@@ -387,6 +412,9 @@ fn udp_get(
         secret,
         out: out.map(Into::into),
         rcvbuf,
+        duration: duration_s
+            .filter(|d| d.is_finite() && *d > 0.0)
+            .map(std::time::Duration::from_secs_f64),
     };
     let stop = AtomicBool::new(false);
     let interrupted = AtomicBool::new(false);

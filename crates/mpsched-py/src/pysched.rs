@@ -197,6 +197,15 @@ fn intern(key: &str) -> &'static str {
     })
 }
 
+/// Set when a scheduler's Python code was interrupted (Ctrl-C), whose `KeyboardInterrupt` the
+/// scheduler's error took: a long-running caller (`udp_serve`) stops on it.
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether a scheduler's Python code was interrupted since the last call.
+pub fn take_interrupt() -> bool {
+    INTERRUPTED.swap(false, std::sync::atomic::Ordering::Relaxed)
+}
+
 pub struct PyScheduler {
     obj: Py<PyAny>,
     name: &'static str,
@@ -223,6 +232,10 @@ impl PyScheduler {
     }
 
     fn fail(&self, e: PyErr) {
+        if Python::with_gil(|py| e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py)) {
+            // Ctrl-C arrived while Python ran the scheduler: it is the caller's to see.
+            INTERRUPTED.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         let mut slot = self.error.borrow_mut();
         if slot.is_none() {
             *slot = Some(e);

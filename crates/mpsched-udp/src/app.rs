@@ -3,7 +3,7 @@
 
 use crate::client::{Client, ClientConfig};
 use crate::driver::{client_sockets, run_client, serve, Clock};
-use crate::server::{Drops, Server, ServerConfig};
+use crate::server::{Drops, SchedulerFactory, Server, ServerConfig};
 use crate::session::Psk;
 use crate::source::{FileSource, Pattern, Source};
 use mpsched_core::sched::SchedParams;
@@ -22,23 +22,41 @@ pub struct ServeOptions {
     pub file: Option<PathBuf>,
     pub size: Option<u64>,
     pub server: ServerConfig,
+    /// Each connection's scheduler, if not the registry's `server.scheduler`.
+    pub factory: Option<SchedulerFactory>,
 }
 
-/// Serves until `stop`; `tick` runs about every 100 ms. Returns what was dropped.
+/// What serving counted.
+#[derive(Clone, Copy, Debug)]
+pub struct ServeReport {
+    pub drops: Drops,
+    /// Scheduler decisions and their mean cost in real time (microseconds).
+    pub decisions: u64,
+    pub decision_us: Option<f64>,
+}
+
+/// Serves until `stop`; `tick` runs about every 100 ms.
 pub fn run_serve(
     opts: ServeOptions,
     stop: &AtomicBool,
     tick: impl FnMut(&Server),
-) -> Result<Drops, String> {
+) -> Result<ServeReport, String> {
     let psk = Psk::from_secret(&opts.secret)?;
     let source: Arc<dyn Source + Sync> = match &opts.file {
         Some(p) => Arc::new(FileSource::open(p).map_err(|e| format!("file {}: {e}", p.display()))?),
         None => Arc::new(Pattern { len: opts.size }),
     };
     let mut server = Server::new(psk, opts.server, source)?;
+    if let Some(f) = opts.factory {
+        server = server.with_scheduler(f);
+    }
     let socket = UdpSocket::bind(opts.bind).map_err(|e| format!("bind {}: {e}", opts.bind))?;
     serve(&socket, &mut server, stop, tick).map_err(|e| e.to_string())?;
-    Ok(server.drops)
+    Ok(ServeReport {
+        drops: server.drops,
+        decisions: server.cost.calls(),
+        decision_us: server.cost.mean_us(),
+    })
 }
 
 pub struct GetOptions {
@@ -49,6 +67,8 @@ pub struct GetOptions {
     /// Where the bytes go (`None`: counted and hashed only).
     pub out: Option<PathBuf>,
     pub rcvbuf: u64,
+    /// Stop after this long (a bulk stream measured for a while).
+    pub duration: Option<std::time::Duration>,
 }
 
 /// What `get` reports.
@@ -143,6 +163,8 @@ pub fn run_get(
         &mut client,
         &clock,
         stop,
+        opts.duration
+            .map(|d| mpsched_core::Time(d.as_nanos().min(u128::from(u64::MAX)) as u64)),
         |chunk| {
             // The last segment's bytes beyond the stream's end are not the stream's.
             hash.update(chunk);

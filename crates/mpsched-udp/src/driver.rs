@@ -152,14 +152,16 @@ pub fn client_sockets(locals: &[SocketAddr], server: SocketAddr) -> io::Result<V
         .collect()
 }
 
-/// Runs `client` until the stream is complete, the server closes, `stop` is set, or the
-/// client fails; `sink` takes the stream's bytes in order, `tick` is called about every
-/// 100 ms (progress).
+/// Runs `client` until the stream is complete, the server closes, `stop` is set, `until`
+/// passes, or the client fails; `sink` takes the stream's bytes in order, `tick` is called
+/// about every 100 ms (progress).
+#[allow(clippy::too_many_arguments)]
 pub fn run_client(
     sockets: &[UdpSocket],
     client: &mut Client,
     clock: &Clock,
     stop: &AtomicBool,
+    until: Option<Time>,
     mut sink: impl FnMut(&[u8]) -> io::Result<()>,
     mut tick: impl FnMut(&Client, Time),
 ) -> io::Result<()> {
@@ -181,19 +183,22 @@ pub fn run_client(
             tick(client, now);
             last_tick = now;
         }
-        if client.is_complete() || client.is_closed() || stop.load(Ordering::Relaxed) {
+        if client.is_complete()
+            || client.is_closed()
+            || stop.load(Ordering::Relaxed)
+            || until.is_some_and(|u| now >= u)
+        {
             tick(client, now);
             return Ok(());
         }
         if let Some(why) = client.failed() {
             return Err(io::Error::other(why.to_string()));
         }
-        wait(
-            &refs,
-            clock,
-            client.poll_timeout(),
-            Duration::from_millis(100),
-        )?;
+        let deadline = match (client.poll_timeout(), until) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        wait(&refs, clock, deadline, Duration::from_millis(100))?;
         for (p, s) in sockets.iter().enumerate() {
             loop {
                 match s.recv(&mut buf) {

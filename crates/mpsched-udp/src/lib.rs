@@ -15,4 +15,5 @@ pub mod replay;
 pub mod server;
 pub mod session;
 pub mod source;
+pub mod timing;
 pub mod wire;

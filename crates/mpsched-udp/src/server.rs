@@ -8,13 +8,14 @@ use crate::amplify::Budget;
 use crate::convert::{ack_packet, data_frame, us, AckContext};
 use crate::session::{respond, OpenError, Psk, Session};
 use crate::source::Source;
+use crate::timing::{DecisionCost, Timed};
 use crate::wire::{Frame, Header, Kind, MAX_DATAGRAM};
 use mpsched_core::cc::CcKind;
 use mpsched_core::conn::sender::SubflowConfig;
 use mpsched_core::conn::{Sender, SenderConfig, Stack};
 use mpsched_core::jiffies::Jiffies;
 use mpsched_core::packet::Payload;
-use mpsched_core::sched::{self, SchedParams};
+use mpsched_core::sched::{self, SchedParams, Scheduler};
 use mpsched_core::subflow::tx::LossRecovery;
 use mpsched_core::units::Bytes;
 use mpsched_core::{Dur, Time};
@@ -91,9 +92,15 @@ struct Conn {
     peer_ts: Time,
 }
 
+/// Builds each connection's scheduler (one written in Python, say) instead of the registry.
+pub type SchedulerFactory = Box<dyn FnMut() -> Box<dyn Scheduler> + Send>;
+
 pub struct Server {
     psk: Psk,
     cfg: ServerConfig,
+    factory: Option<SchedulerFactory>,
+    /// What the schedulers' decisions cost in real time, over every connection.
+    pub cost: DecisionCost,
     source: Arc<dyn Source + Sync>,
     conns: HashMap<u32, Conn>,
     out: VecDeque<(SocketAddr, Vec<u8>)>,
@@ -120,6 +127,8 @@ impl Server {
         Ok(Server {
             psk,
             cfg,
+            factory: None,
+            cost: DecisionCost::default(),
             source,
             conns: HashMap::new(),
             out: VecDeque::new(),
@@ -129,7 +138,18 @@ impl Server {
         })
     }
 
-    fn new_sender(&self, now: Time) -> Sender {
+    /// Each connection's scheduler from `factory` (`cfg.scheduler` is then only its label).
+    pub fn with_scheduler(mut self, factory: SchedulerFactory) -> Server {
+        self.factory = Some(factory);
+        self
+    }
+
+    fn new_sender(&mut self, now: Time) -> Sender {
+        let sched = match self.factory.as_mut() {
+            Some(make) => make(),
+            None => sched::build(&self.cfg.scheduler, &self.cfg.scheduler_params).expect("checked"),
+        };
+        let sched: Box<dyn Scheduler> = Box::new(Timed::new(sched, self.cost.clone()));
         let subflows = (0..MAX_PATHS)
             .map(|_| SubflowConfig {
                 established_at: Time::MAX,
@@ -155,7 +175,7 @@ impl Server {
             CcKind::parse(&self.cfg.congestion)
                 .expect("checked")
                 .build(),
-            sched::build(&self.cfg.scheduler, &self.cfg.scheduler_params).expect("checked"),
+            sched,
             now,
         )
     }

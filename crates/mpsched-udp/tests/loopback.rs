@@ -48,6 +48,7 @@ fn a_stream_crosses_two_loopback_paths_whole() {
         &mut client,
         &clock,
         &never,
+        None,
         |bytes| {
             for (i, b) in bytes.iter().enumerate() {
                 assert_eq!(*b, Pattern::byte(offset + i as u64));

@@ -102,8 +102,44 @@ def bench_sweep() -> dict[str, Any]:
     type=click.Choice([*BENCH_SCENARIOS, *BENCH_SWEEPS]),
     help="Run only these fixed scenarios (repeatable; default: all).",
 )
-def bench_command(as_json: bool, seconds: float | None, names: tuple[str, ...]) -> None:
+@click.option(
+    "--transport",
+    is_flag=True,
+    help="Instead: the real transport (mpsched serve/get) over this machine's loopback, one "
+    "path and two, beside kernel TCP and MPTCP: goodput and CPU seconds per GB.",
+)
+@click.option(
+    "--transport-size", default="1GB", show_default=True, metavar="SIZE", help="Bytes moved."
+)
+def bench_command(
+    as_json: bool,
+    seconds: float | None,
+    names: tuple[str, ...],
+    transport: bool,
+    transport_size: str,
+) -> None:
     """Measure simulator speed: fixed scenarios (or the default one) and a bare heap loop."""
+    if transport:
+        from ..errors import ScenarioError
+        from ..transport_bench import bench_transport
+        from ..units import parse_size
+
+        try:
+            size = parse_size(transport_size)
+        except ValueError as exc:
+            raise ScenarioError(f"--transport-size: {exc}") from exc
+        rows = bench_transport(size)
+        if as_json:
+            click.echo(json.dumps(rows, indent=2))
+            return
+        click.echo("| over loopback | goodput (Mbit/s) | CPU s per GB (both ends) |")
+        click.echo("| --- | ---: | ---: |")
+        for r in rows:
+            if "error" in r:
+                click.echo(f"| {r['name']} | error: {r['error'].strip()} | |")
+            else:
+                click.echo(f"| {r['name']} | {r['goodput_mbps']:,.0f} | {r['cpu_s_per_gb']:.2f} |")
+        return
     if seconds is None:
         suite = bench_suite(list(names))
         if as_json:

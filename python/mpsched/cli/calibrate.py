@@ -33,6 +33,12 @@ __all__ = ["calibrate_command"]
     help="Keep the kernel runs of DIR/report.json and simulate every point again.",
 )
 @click.option(
+    "--transport",
+    is_flag=True,
+    help="A third side: mpsched's own transport over UDP (serve/get) with the simulator's "
+    "scheduler, over the same emulated paths.",
+)
+@click.option(
     "--sim-scheduler",
     metavar="NAME",
     help="Simulator scheduler (default: linux if the simulator has it, else minrtt).",
@@ -45,6 +51,7 @@ def calibrate_command(
     out: Path,
     resume: bool,
     rerun_sim: bool,
+    transport: bool,
     sim_scheduler: str | None,
 ) -> None:
     """Run TARGET (a scenario or a sweep file) on the kernel and in the simulator (needs root).
@@ -62,6 +69,7 @@ def calibrate_command(
             overrides=overrides,
             resume=resume,
             rerun_sim=rerun_sim,
+            transport=transport,
             sim_scheduler=sim_scheduler,
             progress=lambda line: click.echo(line, err=True),
         )

@@ -22,6 +22,14 @@ __all__ = ["emulate_command"]
 @set_option
 @json_option
 @click.option(
+    "--transport",
+    type=click.Choice(["kernel", "udp"]),
+    default="kernel",
+    show_default=True,
+    help="kernel: Linux's MPTCP; udp: mpsched's own transport (`mpsched serve`/`get`) with the "
+    "scenario's scheduler, over the same emulated paths.",
+)
+@click.option(
     "--out",
     type=click.Path(path_type=Path),
     metavar="DIR",
@@ -65,6 +73,7 @@ def emulate_command(
     file: str | None,
     sets: tuple[str, ...],
     as_json: bool,
+    transport: str,
     out: Path | None,
     kernel_scheduler: str | None,
     rt_priority: int,
@@ -82,6 +91,9 @@ def emulate_command(
     config = to_native(scenario)
     if header_trace and out is None:
         raise ScenarioError("--trace-headers: needs --out DIR (it writes DIR/raw/*.parquet)")
+    if transport == "udp":
+        _emulate_transport(config, out, as_json)
+        return
     try:
         summary = emulate(
             config,
@@ -110,3 +122,24 @@ def emulate_command(
         click.echo(json.dumps(summary, indent=2))
     else:
         print_emulation(summary, config)
+
+
+def _emulate_transport(config: dict, out: Path | None, as_json: bool) -> None:
+    from ..testbed.transport import emulate_transport
+
+    try:
+        summary = emulate_transport(config, raw_dir=None if out is None else out / "raw")
+    except TestbedError as exc:
+        raise click.ClickException(str(exc)) from None
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", "utf-8")
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+        return
+    click.echo(
+        f"transport udp, scheduler {summary['scheduler']}: {summary['goodput_mbps']:.2f} Mbit/s "
+        f"({summary['bytes']:,} bytes in {summary['duration_s']:.2f} s)"
+    )
+    for sf in summary["subflows"]:
+        click.echo(f"  {sf['name']}: {sf['share']:.2f} of the bytes")

@@ -12,7 +12,9 @@ import click
 
 from .. import _native
 from ..errors import ScenarioError
-from ..units import parse_size
+from ..scheduler import is_reference
+from ..scheduler import load as load_scheduler
+from ..units import parse_duration, parse_size
 from .options import json_option
 
 __all__ = ["get_command", "serve_command"]
@@ -34,6 +36,14 @@ def _secret(key_file: Path | None) -> bytes:
             "least 32 bytes, e.g. `head -c 32 /dev/urandom | base64`)"
         )
     return value.encode()
+
+
+def _unit(option: str, parse, value: str) -> int:
+    """``value`` parsed, or one line naming the option."""
+    try:
+        return int(parse(value))
+    except ValueError as exc:
+        raise ScenarioError(f"{option}: {exc}") from exc
 
 
 def _call(fn, *args, **kwargs):
@@ -80,22 +90,33 @@ def serve_command(
         if not sep:
             raise ScenarioError(f"--param: {p!r} is not KEY=VALUE")
         pairs.append((key, value))
-    total = parse_size(size) if size is not None else None
+    total = _unit("--size", parse_size, size) if size is not None else None
     if file is not None and total is not None:
         raise ScenarioError("--size: give FILE or --size, not both")
+    # A scheduler written in Python (FILE.py:Class or module:Class) runs in this process.
+    instance = load_scheduler(scheduler) if is_reference(scheduler) else None
     click.echo(f"serving {file or (size or 'an endless stream')} on {bind} ({scheduler})", err=True)
-    drops = _call(
-        _native.udp_serve,
-        bind,
-        _secret(key_file),
-        str(file) if file else None,
-        total,
-        scheduler,
-        pairs,
-        congestion,
-        parse_size(sndbuf),
+    report = json.loads(
+        _call(
+            _native.udp_serve,
+            bind,
+            _secret(key_file),
+            str(file) if file else None,
+            total,
+            "linux" if instance is not None else scheduler,
+            pairs,
+            congestion,
+            _unit("--sndbuf", parse_size, sndbuf),
+            instance,
+        )
     )
-    click.echo(f"stopped; datagrams dropped: {drops}", err=True)
+    cost = report["decision_us"]
+    click.echo(
+        f"stopped; {report['decisions']:,} scheduler decisions"
+        + (f", {cost:.2f} us each in real time" if cost is not None else "")
+        + f"; datagrams dropped: {json.dumps(report['drops'])}",
+        err=True,
+    )
 
 
 @click.command("get")
@@ -109,6 +130,7 @@ def serve_command(
 )
 @click.option("--out", type=click.Path(path_type=Path, dir_okay=False), help="Save the bytes.")
 @click.option("--rcvbuf", default="6MiB", show_default=True, help="Receive buffer.")
+@click.option("--duration", metavar="D", help="Stop after D (e.g. 30s): an endless stream.")
 @key_file_option
 @json_option
 def get_command(
@@ -116,6 +138,7 @@ def get_command(
     paths: tuple[str, ...],
     out: Path | None,
     rcvbuf: str,
+    duration: str | None,
     key_file: Path | None,
     as_json: bool,
 ) -> None:
@@ -155,8 +178,9 @@ def get_command(
                 locals_,
                 secret,
                 str(out) if out else None,
-                parse_size(rcvbuf),
+                _unit("--rcvbuf", parse_size, rcvbuf),
                 progress,
+                _unit("--duration", parse_duration, duration) / 1e9 if duration else None,
             )
         )
     if as_json:

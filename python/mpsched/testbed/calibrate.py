@@ -27,6 +27,7 @@ from ..scenario import load, to_native
 from ..sweepfile import Point, Sweep, expand_paths, load_sweep
 from .kernel import TestbedError, check_kernel_support, missing_capabilities
 from .run import emulate
+from .transport import emulate_transport
 
 __all__ = ["Point", "Sweep", "aggregate", "calibrate", "load_target", "render"]
 
@@ -104,14 +105,17 @@ def calibrate(
     overrides: Mapping[str, Any] | None = None,
     resume: bool = False,
     rerun_sim: bool = False,
+    transport: bool = False,
     sim_scheduler: str | None = None,
     progress: Callable[[str], None] | None = None,
     emulate_options: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run every point of ``sweep`` on both sides and write ``out``/report.md and report.json.
 
-    ``resume`` keeps the runs already in report.json; ``rerun_sim`` keeps only its kernel runs
-    and simulates every point again (after a change of the model)."""
+    ``resume`` keeps the runs already in report.json; ``rerun_sim`` keeps only its kernel (and
+    transport) runs and simulates every point again (after a change of the model).
+    ``transport`` adds a third side: mpsched's own transport over UDP (``mpsched serve`` /
+    ``get``) with the simulator's scheduler, over the same emulated paths."""
     reason = missing_capabilities("mptcp")
     if reason:
         raise TestbedError(f"the kernel testbed {reason}")
@@ -129,7 +133,7 @@ def calibrate(
         state = json.loads(state_path.read_text())
         runs = state.get("runs", {})
         if rerun_sim:
-            runs = {k: r for k, r in runs.items() if r.get("side") == "kernel"}
+            runs = {k: r for k, r in runs.items() if r.get("side") in ("kernel", "transport")}
         old = state.get("meta", {})
         if any(r.get("side") == "kernel" for r in runs.values()) and "kernel" in old:
             # The kernel runs kept are the old kernel's, of their day.
@@ -155,7 +159,7 @@ def calibrate(
             done += 1
             base = {**sweep.overrides, **point.overrides, **extra}
             seed = int(load(sweep.base, base).seed) + rep
-            for side in ("kernel", "sim"):
+            for side in ("kernel", "sim", "transport") if transport else ("kernel", "sim"):
                 key = _key(point, rep, side)
                 if key in runs:
                     continue
@@ -167,6 +171,8 @@ def calibrate(
                     config = to_native(scenario)
                     check_kernel_support(config, "default")
                     summary = emulate(config, kernel_scheduler="default", **(emulate_options or {}))
+                elif side == "transport":
+                    summary = emulate_transport(to_native(scenario))
                 else:
                     summary = api.run(scenario).summary
                 runs[key] = {
@@ -219,12 +225,12 @@ def aggregate(points: Sequence[Point], runs: Mapping[str, Any]) -> list[dict[str
         mine = [r for r in runs.values() if r["group"] == point.group and r["point"] == point.name]
         if not mine:
             continue
-        side: dict[str, list[dict[str, Any]]] = {"kernel": [], "sim": []}
+        side: dict[str, list[dict[str, Any]]] = {"kernel": [], "sim": [], "transport": []}
         for run in sorted(mine, key=lambda r: r["rep"]):
             side[run["side"]].append(run["summary"])
         row: dict[str, Any] = {"group": point.group, "point": point.name}
         paths: list[str] = []
-        for s in side["kernel"] + side["sim"]:
+        for s in side["kernel"] + side["sim"] + side["transport"]:
             for sub in s.get("subflows") or []:
                 if sub.get("name") not in paths:
                     paths.append(sub.get("name"))
@@ -233,7 +239,11 @@ def aggregate(points: Sequence[Point], runs: Mapping[str, Any]) -> list[dict[str
                 "goodput_mbps": _stats([s.get("goodput_mbps") for s in summaries]),
                 "completion_s": _stats([s.get("completion_s") for s in summaries]),
                 "retransmits": _stats(
-                    [sum(sub.get("retransmits") or 0 for sub in s["subflows"]) for s in summaries]
+                    [
+                        sum(sub.get("retransmits") or 0 for sub in s["subflows"])
+                        for s in summaries
+                        if name != "transport"
+                    ]
                 ),
                 "paths": {
                     p: {
@@ -257,6 +267,9 @@ def aggregate(points: Sequence[Point], runs: Mapping[str, Any]) -> list[dict[str
             "kernel_cv": kcv,
             "flag": ratio is not None and abs(ratio - 1) > TOLERANCE + kcv,
         }
+        t = row["transport"]["goodput_mbps"]["mean"]
+        # The transport against the simulator (issue 19: within 10% with the same scheduler).
+        row["transport_ratio"] = t / sm if t and sm else None
         row["paths"] = paths
         rows.append(row)
     return rows
@@ -314,7 +327,10 @@ def render(meta: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> str:
         paths: list[str] = []
         for row in members:
             paths += [p for p in row["paths"] if p not in paths]
+        with_transport = any(row["transport"]["goodput_mbps"]["n"] for row in members)
         head = ["point", "kernel Mbps", "sim Mbps", "ratio [range]"]
+        if with_transport:
+            head += ["transport Mbps", "transport / sim"]
         head += [f"share {p}" for p in paths]
         head += ["retx"] + [f"srtt {p}" for p in paths]
         lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -330,6 +346,8 @@ def render(meta: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> str:
                 _pm(row["sim"]["goodput_mbps"]),
                 ratio,
             ]
+            if with_transport:
+                cells += [_pm(row["transport"]["goodput_mbps"]), _f(row["transport_ratio"], ".3f")]
             for p in paths:
                 ks = row["kernel"]["paths"].get(p, {}).get("share", {})
                 ss = row["sim"]["paths"].get(p, {}).get("share", {})
@@ -344,6 +362,15 @@ def render(meta: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> str:
                 cells.append(f"{_f(kr.get('mean'), '.0f')} / {_f(sr.get('mean'), '.0f')}")
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
+    transported = [row for row in rows if row.get("transport_ratio")]
+    if transported:
+        within = [row for row in transported if abs(row["transport_ratio"] - 1) <= TOLERANCE]
+        lines += [
+            f"The transport (mpsched serve / get, the simulator's scheduler, over the same "
+            f"emulated paths) is within {TOLERANCE:.0%} of the simulator at {len(within)} of "
+            f"{len(transported)} point(s).",
+            "",
+        ]
     flagged = [row for row in rows if row["ratio"]["flag"]]
     lines += [
         f"{len(flagged)} of {len(rows)} point(s) differ by more than {TOLERANCE:.0%} beyond "

@@ -1,0 +1,62 @@
+"""The transport (``mpsched serve`` / ``get``) between the testbed's namespaces, over the
+emulated paths the kernel runs over: against the simulator, and through loss and an outage.
+
+These tests need root, network namespaces and TUN devices; they skip with the reason where
+those are missing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from mpsched import api, load, to_native
+from mpsched.testbed import missing_capabilities
+from mpsched.testbed.transport import emulate_transport
+
+from .conftest import ROOT
+
+_MISSING = missing_capabilities("tcp")
+needs_testbed = pytest.mark.skipif(
+    _MISSING is not None, reason=f"kernel testbed unavailable: {_MISSING}"
+)
+
+
+@needs_testbed
+@pytest.mark.parametrize("scheduler", ["linux", "stms-c"])
+def test_the_transport_gets_the_simulators_goodput_over_the_same_paths(scheduler: str) -> None:
+    scenario = load(
+        ROOT / "scenarios/stms-lab.toml",
+        {"duration": "10s", "connection.scheduler": scheduler},
+    )
+    sim = api.run(scenario).summary
+    got = emulate_transport(to_native(scenario))
+    assert abs(got["goodput_mbps"] / sim["goodput_mbps"] - 1) < 0.10, (got, sim["goodput_mbps"])
+    assert all(sf["share"] > 0.3 for sf in got["subflows"]), got["subflows"]
+
+
+@needs_testbed
+def test_a_file_survives_loss_on_one_path_and_an_outage_on_the_other(tmp_path: Path) -> None:
+    # Wi-Fi down 5-10 s (scenarios/wifi-outage.toml), 1% random loss on LTE.
+    data = os.urandom(30_000_000)
+    source = tmp_path / "file.bin"
+    source.write_bytes(data)
+    scenario = load(
+        ROOT / "scenarios/wifi-outage.toml",
+        {
+            "duration": "120s",
+            "path.lte.loss": 0.01,
+            "workload.kind": "file",
+            "workload.size": f"{len(data)}B",
+        },
+    )
+    got = emulate_transport(to_native(scenario), source=source)
+    assert got["complete"] and got["bytes"] == len(data), got
+    assert got["sha256"] == hashlib.sha256(data).hexdigest()
+    assert got["drops"] == {"malformed": 0, "unauthenticated": 0, "replayed": 0}
+    # Wi-Fi carried data again after its return: it has most of the bytes.
+    shares = {sf["name"]: sf["share"] for sf in got["subflows"]}
+    assert shares["wifi"] > 0.5, shares
