@@ -58,7 +58,7 @@ def emulate_transport(
         f"{config['sndbuf_bytes']}B",
     )
     if source is not None:
-        serve.insert(2, str(source))
+        serve.insert(serve.index("serve") + 1, str(source))
     elif workload["kind"] == "file":
         serve += ["--size", f"{workload['size_bytes']}B"]
     for key, value in dict(config.get("scheduler_params") or {}).items():
