@@ -60,3 +60,27 @@ def test_a_file_survives_loss_on_one_path_and_an_outage_on_the_other(tmp_path: P
     # Wi-Fi carried data again after its return: it has most of the bytes.
     shares = {sf["name"]: sf["share"] for sf in got["subflows"]}
     assert shares["wifi"] > 0.5, shares
+
+
+@needs_testbed
+def test_a_path_whose_interface_goes_down_is_used_again_when_it_returns() -> None:
+    # scenarios/wifi-removed.toml: Wi-Fi's address gone at 10 s, back at 15 s; through the
+    # transport its device goes down and up. Upstream's scheduler: LTE takes the transfer over
+    # once Wi-Fi is stale, Wi-Fi is back at its next backed-off retransmission.
+    scenario = load(
+        ROOT / "scenarios/wifi-removed.toml", {"duration": "20s", "connection.scheduler": "linux"}
+    )
+    got = emulate_transport(to_native(scenario))
+    assert [c["present"] for c in got["device_changes"]] == [False, True], got["device_changes"]
+    assert all("error" not in c for c in got["device_changes"])
+    wifi = [sf["name"] for sf in got["subflows"]].index("wifi")
+
+    def at(t: float) -> tuple[int, int]:
+        row = min(got["timeline"], key=lambda r: abs(r[0] - t))
+        return row[1], row[2][wifi]
+
+    (_, w8), (d12, w12), (d15, w15), (_, w18), (_, w19) = map(at, (8.0, 12.0, 15.0, 18.0, 19.5))
+    assert w8 > 5_000_000
+    assert w15 - w12 < 100_000, "Wi-Fi carries nothing while its interface is down"
+    assert d15 - d12 > 6_000_000, "LTE carries the transfer meanwhile"
+    assert w19 - w18 > 2_000_000, "Wi-Fi carries data again after it returns"

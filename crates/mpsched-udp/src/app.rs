@@ -84,6 +84,9 @@ pub struct GetSummary {
     pub malformed: u64,
     pub unauthenticated: u64,
     pub replayed: u64,
+    /// About every 100 ms: seconds since the start, bytes delivered in order, bytes of
+    /// datagrams received per path.
+    pub timeline: Vec<(f64, u64, Vec<u64>)>,
 }
 
 impl GetSummary {
@@ -96,8 +99,16 @@ impl GetSummary {
                 format!(r#"{{"subflow": {i}, "local": "{a}", "bytes_received": {b}}}"#)
             })
             .collect();
+        let timeline: Vec<String> = self
+            .timeline
+            .iter()
+            .map(|(t, d, per)| {
+                let per: Vec<String> = per.iter().map(u64::to_string).collect();
+                format!("[{t:.3}, {d}, [{}]]", per.join(", "))
+            })
+            .collect();
         format!(
-            r#"{{"bytes": {}, "duration_s": {}, "goodput_mbps": {}, "complete": {}, "sha256": "{}", "subflows": [{}], "drops": {{"malformed": {}, "unauthenticated": {}, "replayed": {}}}}}"#,
+            r#"{{"bytes": {}, "duration_s": {}, "goodput_mbps": {}, "complete": {}, "sha256": "{}", "subflows": [{}], "drops": {{"malformed": {}, "unauthenticated": {}, "replayed": {}}}, "timeline": [{}]}}"#,
             self.bytes,
             self.duration_s,
             self.goodput_mbps,
@@ -106,7 +117,8 @@ impl GetSummary {
             paths.join(", "),
             self.malformed,
             self.unauthenticated,
-            self.replayed
+            self.replayed,
+            timeline.join(", ")
         )
     }
 }
@@ -123,7 +135,7 @@ fn conn_id() -> io::Result<u32> {
 pub fn run_get(
     opts: GetOptions,
     stop: &AtomicBool,
-    tick: impl FnMut(&Client, mpsched_core::Time),
+    mut tick: impl FnMut(&Client, mpsched_core::Time),
 ) -> Result<GetSummary, String> {
     if opts.locals.is_empty() || opts.locals.len() > crate::server::MAX_PATHS {
         return Err(format!(
@@ -157,6 +169,7 @@ pub fn run_get(
         clock.now(),
     );
     let mut hash = Sha256::new();
+    let mut timeline: Vec<(f64, u64, Vec<u64>)> = Vec::new();
     let mut bytes = 0u64;
     run_client(
         &sockets,
@@ -174,7 +187,15 @@ pub fn run_get(
             }
             Ok(())
         },
-        tick,
+        |client, now| {
+            // The timeline: what had arrived, in order and per path, about every 100 ms.
+            timeline.push((
+                now.as_secs_f64(),
+                client.delivered_bytes(),
+                client.bytes_received.clone(),
+            ));
+            tick(client, now);
+        },
     )
     .map_err(|e| e.to_string())?;
     if let Some(mut w) = out {
@@ -191,6 +212,7 @@ pub fn run_get(
             .into_iter()
             .zip(client.bytes_received.iter().copied())
             .collect(),
+        timeline,
         malformed: client.drops.malformed,
         unauthenticated: client.drops.unauthenticated,
         replayed: client.drops.replayed,

@@ -341,6 +341,42 @@ class Testbed:
         threading.Thread(target=apply, name="address-changes", daemon=True).start()
         return log
 
+    def device_changes(self, epoch_ns: int) -> list[dict[str, Any]]:
+        """Applies the paths' `gone` and returning addresses as their client devices going
+        down and up (an interface lost and found: sends from its address fail, what arrives
+        for it is dropped), at their times from ``epoch_ns``, in a thread; for a transport
+        other than the kernel's MPTCP, whose path manager `address_changes` drives instead.
+        A device coming back gets its path's routes again (they go with the link)."""
+        events = sorted(
+            (int(c["at_ns"]), p, bool(c["present"]))
+            for p, path in enumerate(self.paths)
+            for c in path.get("schedule", [])
+            if c.get("present") is not None
+        )
+        log: list[dict[str, Any]] = []
+
+        def apply() -> None:
+            for at_ns, p, present in events:
+                time.sleep(max(0.0, (epoch_ns + at_ns - time.monotonic_ns()) / 1e9))
+                entry: dict[str, Any] = {"at_s": at_ns / 1e9, "path": p, "present": present}
+                dev, addr = self.client_dev(p), client_addr(p)
+                try:
+                    self.ip(self.client_ns, "link", "set", dev, "up" if present else "down")
+                    if present:
+                        self.ip(self.client_ns, "route", "replace", f"{SERVER_ADDR}/32", "dev",
+                                dev, "src", addr, "table", str(100 + p))  # fmt: skip
+                        if p == 0:
+                            self.ip(self.client_ns, "route", "replace", f"{SERVER_ADDR}/32",
+                                    "dev", dev, "src", addr)  # fmt: skip
+                except TestbedError as exc:
+                    entry["error"] = str(exc)
+                entry["applied_s"] = (time.monotonic_ns() - epoch_ns) / 1e9
+                log.append(entry)
+
+        if events:
+            threading.Thread(target=apply, name="device-changes", daemon=True).start()
+        return log
+
     def _start_emulator(self) -> None:
         devices = [
             {

@@ -77,6 +77,7 @@ def emulate_transport(
         time.sleep(0.3)  # it binds right after saying so
         epoch = time.monotonic_ns() + 50_000_000
         bed.set_epoch(epoch)
+        devices = bed.device_changes(epoch)
         time.sleep(max(0.0, (epoch - time.monotonic_ns()) / 1e9))
         client = bed.spawn(bed.client_ns, [*env_secret, *get])
         try:
@@ -116,6 +117,9 @@ def emulate_transport(
             for sf in got["subflows"]
         ],
         "drops": got["drops"],
+        # About every 100 ms: seconds, bytes in order, bytes received per path.
+        "timeline": got.get("timeline", []),
+        "device_changes": list(devices),
         "server": server_err.strip().splitlines()[-1:] if server_err else [],
         "wall_s": time.perf_counter() - start,
     }
