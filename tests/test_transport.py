@@ -77,6 +77,13 @@ def test_a_file_arrives_over_two_paths_with_its_hash(served_file, tmp_path: Path
     assert summary["sha256"] == sha == hashlib.sha256(out.read_bytes()).hexdigest()
     assert all(sf["bytes_received"] > 0 for sf in summary["subflows"]), summary
     assert summary["drops"] == {"malformed": 0, "unauthenticated": 0, "replayed": 0}
+    # `mpsched run`'s fields: the client's (in-order delivery) and the server's counters.
+    assert summary["bytes_delivered"] == 20_000_000 and summary["completion_s"] > 0
+    assert set(summary["ooo_delay_ms"]) == {"mean", "p50", "p99", "max"}
+    for sf in summary["subflows"]:
+        assert sf["packets_sent"] > 0 and sf["srtt_ms"] > 0 and sf["rtos"] >= 0, sf
+    sent = sum(sf["bytes_sent"] for sf in summary["subflows"])
+    assert 20_000_000 <= sent < 1.2 * 20_000_000
 
 
 def test_without_a_secret_the_commands_say_how_to_give_one() -> None:

@@ -6,6 +6,7 @@ use crate::driver::{client_sockets, run_client, serve, Clock};
 use crate::server::{Drops, SchedulerFactory, Server, ServerConfig};
 use crate::session::Psk;
 use crate::source::{FileSource, Pattern, Source};
+use crate::wire::SubflowStats;
 use mpsched_core::sched::SchedParams;
 use sha2::{Digest, Sha256};
 use std::fs::File;
@@ -87,6 +88,10 @@ pub struct GetSummary {
     /// About every 100 ms: seconds since the start, bytes delivered in order, bytes of
     /// datagrams received per path.
     pub timeline: Vec<(f64, u64, Vec<u64>)>,
+    /// `mpsched run`'s fields the client measures (JSON members, ready to print).
+    pub receiver_json: String,
+    /// The server's counters per subflow (`None` if they did not arrive).
+    pub server: Option<Vec<SubflowStats>>,
 }
 
 impl GetSummary {
@@ -96,7 +101,25 @@ impl GetSummary {
             .iter()
             .enumerate()
             .map(|(i, (a, b))| {
-                format!(r#"{{"subflow": {i}, "local": "{a}", "bytes_received": {b}}}"#)
+                let st = self
+                    .server
+                    .as_ref()
+                    .and_then(|v| v.iter().find(|s| usize::from(s.subflow) == i));
+                let server = st.map_or(String::new(), |s| {
+                    format!(
+                        r#", "bytes_sent": {}, "packets_sent": {}, "retransmits": {}, "rtos": {}, "fast_recoveries": {}, "tlp_probes": {}, "srtt_ms": {}, "min_rtt_ms": {}, "cwnd_segments": {}"#,
+                        s.bytes_sent,
+                        s.packets_sent,
+                        s.retransmits,
+                        s.rtos,
+                        s.fast_recoveries,
+                        s.tlp_probes,
+                        f64::from(s.srtt_us) / 1e3,
+                        f64::from(s.min_rtt_us) / 1e3,
+                        s.cwnd
+                    )
+                });
+                format!(r#"{{"subflow": {i}, "local": "{a}", "bytes_received": {b}{server}}}"#)
             })
             .collect();
         let timeline: Vec<String> = self
@@ -108,12 +131,13 @@ impl GetSummary {
             })
             .collect();
         format!(
-            r#"{{"bytes": {}, "duration_s": {}, "goodput_mbps": {}, "complete": {}, "sha256": "{}", "subflows": [{}], "drops": {{"malformed": {}, "unauthenticated": {}, "replayed": {}}}, "timeline": [{}]}}"#,
+            r#"{{"bytes": {}, "duration_s": {}, "goodput_mbps": {}, "complete": {}, "sha256": "{}", {}, "subflows": [{}], "drops": {{"malformed": {}, "unauthenticated": {}, "replayed": {}}}, "timeline": [{}]}}"#,
             self.bytes,
             self.duration_s,
             self.goodput_mbps,
             self.complete,
             self.sha256,
+            self.receiver_json,
             paths.join(", "),
             self.malformed,
             self.unauthenticated,
@@ -201,7 +225,29 @@ pub fn run_get(
     if let Some(mut w) = out {
         w.flush().map_err(|e| e.to_string())?;
     }
-    let duration_s = clock.now().as_secs_f64();
+    let end = clock.now();
+    let duration_s = end.as_secs_f64();
+    let receiver_json = client.receiver().map_or_else(
+        || r#""bytes_delivered": 0"#.to_string(),
+        |rx| {
+            let st = &rx.stats;
+            let ms = |ns: u64| ns as f64 / 1e6;
+            let (stall, stall_at) = st.longest_stall(end, !client.is_complete());
+            format!(
+                r#""bytes_delivered": {}, "completion_s": {}, "longest_stall_ms": {}, "longest_stall_at_s": {}, "peak_reorder_bytes": {}, "ooo_delay_ms": {{"mean": {}, "p50": {}, "p99": {}, "max": {}}}"#,
+                bytes,
+                rx.complete_at()
+                    .map_or("null".to_string(), |t| t.as_secs_f64().to_string()),
+                stall.as_millis_f64(),
+                stall_at.as_secs_f64(),
+                st.peak_held_bytes,
+                st.ooo_delay_ns.mean() / 1e6,
+                ms(st.ooo_delay_ns.quantile(0.5)),
+                ms(st.ooo_delay_ns.quantile(0.99)),
+                ms(st.ooo_delay_ns.max())
+            )
+        },
+    );
     Ok(GetSummary {
         bytes,
         duration_s,
@@ -213,6 +259,8 @@ pub fn run_get(
             .zip(client.bytes_received.iter().copied())
             .collect(),
         timeline,
+        receiver_json,
+        server: client.server_stats().map(<[SubflowStats]>::to_vec),
         malformed: client.drops.malformed,
         unauthenticated: client.drops.unauthenticated,
         replayed: client.drops.replayed,

@@ -4,7 +4,7 @@
 
 use crate::convert::{ack_frame, data_packet, from_us, us, DataContext};
 use crate::session::{ClientHandshake, OpenError, Psk, Session};
-use crate::wire::{Frame, Header, Kind, MAX_DATAGRAM};
+use crate::wire::{Frame, Header, Kind, SubflowStats, MAX_DATAGRAM};
 use mpsched_core::conn::{Receiver, ReceiverConfig, Stack};
 use mpsched_core::jiffies::Jiffies;
 use mpsched_core::packet::{Ack, Packet, Payload, SackBlock, MAX_SACK_BLOCKS};
@@ -72,6 +72,7 @@ pub struct Client {
     closed: bool,
     pub drops: ClientDrops,
     pub bytes_received: Vec<u64>,
+    server_stats: Option<Vec<SubflowStats>>,
 }
 
 impl Client {
@@ -96,6 +97,7 @@ impl Client {
             closed: false,
             drops: ClientDrops::default(),
             bytes_received: vec![0; n],
+            server_stats: None,
         };
         c.out.push_back((0, initial));
         c
@@ -272,8 +274,30 @@ impl Client {
                 self.flush_acks();
             }
             Frame::Close { .. } => self.closed = true,
+            Frame::Stats { count, subflows } => {
+                self.server_stats = Some(subflows[..usize::from(count)].to_vec());
+            }
             _ => self.drops.malformed += 1,
         }
+    }
+
+    /// The server's counters per subflow, once it sent them (`close`).
+    pub fn server_stats(&self) -> Option<&[SubflowStats]> {
+        self.server_stats.as_deref()
+    }
+
+    /// The client is done: tells the server (on the first joined path), which answers with
+    /// its counters.
+    pub fn close(&mut self) {
+        let State::Open(session) = &mut self.state else {
+            return;
+        };
+        let Some(p) = self.paths.iter().position(|p| p.joined) else {
+            return;
+        };
+        let mut d = Vec::with_capacity(32);
+        session.seal(&Frame::Close { code: 0 }, &mut d);
+        self.out.push_back((p, d));
     }
 
     fn count(&mut self, e: OpenError) {

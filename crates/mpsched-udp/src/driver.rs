@@ -189,6 +189,20 @@ pub fn run_client(
             || until.is_some_and(|u| now >= u)
         {
             tick(client, now);
+            // Done: say so, and wait a little for the server's counters.
+            client.close();
+            while let Some((p, d)) = client.poll_transmit() {
+                send(sockets[p].send(&d))?;
+            }
+            let end = now + mpsched_core::Dur::from_millis(500);
+            while client.server_stats().is_none() && clock.now() < end {
+                wait(&refs, clock, Some(end), Duration::from_millis(100))?;
+                for (p, s) in sockets.iter().enumerate() {
+                    while let Ok(n) = s.recv(&mut buf) {
+                        client.handle(clock.now(), p, &buf[..n]);
+                    }
+                }
+            }
             return Ok(());
         }
         if let Some(why) = client.failed() {

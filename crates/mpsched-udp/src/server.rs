@@ -9,7 +9,7 @@ use crate::convert::{ack_packet, data_frame, us, AckContext};
 use crate::session::{respond, OpenError, Psk, Session};
 use crate::source::Source;
 use crate::timing::{DecisionCost, Timed};
-use crate::wire::{Frame, Header, Kind, MAX_DATAGRAM};
+use crate::wire::{Frame, Header, Kind, SubflowStats, MAX_DATAGRAM, MAX_STATS};
 use mpsched_core::cc::CcKind;
 use mpsched_core::conn::sender::SubflowConfig;
 use mpsched_core::conn::{Sender, SenderConfig, Stack};
@@ -292,7 +292,17 @@ impl Server {
                     }
                 }
             }
-            Frame::Close { .. } => conn.closed = true,
+            Frame::Close { .. } => {
+                conn.closed = true;
+                // The client is done: the counters, to an address that proved itself.
+                if let Some(path) = conn.paths.iter().flatten().find(|p| p.addr == from) {
+                    if path.budget.proven() {
+                        let mut d = Vec::with_capacity(512);
+                        conn.session.seal(&stats_frame(&conn.sender), &mut d);
+                        self.out.push_back((from, d));
+                    }
+                }
+            }
             _ => self.drops.malformed += 1,
         }
         self.flush(now, header.conn_id);
@@ -369,6 +379,9 @@ impl Server {
             conn.closed = true;
             for path in conn.paths.iter_mut().flatten().filter(|p| p.established) {
                 let mut d = vec![];
+                conn.session.seal(&stats_frame(&conn.sender), &mut d);
+                self.out.push_back((path.addr, d));
+                let mut d = vec![];
                 conn.session.seal(&Frame::Close { code: 0 }, &mut d);
                 self.out.push_back((path.addr, d));
             }
@@ -410,5 +423,34 @@ impl Server {
     /// Bytes each subflow of connection `id` has sent (payload, retransmissions included).
     pub fn sender(&self, id: u32) -> Option<&Sender> {
         self.conns.get(&id).map(|c| &c.sender)
+    }
+}
+
+/// The sender's counters per subflow that has sent anything.
+fn stats_frame(sender: &Sender) -> Frame<'static> {
+    let mut subflows = [SubflowStats::default(); MAX_STATS];
+    let mut count = 0;
+    for (i, sf) in sender.subflows().iter().enumerate().take(MAX_STATS) {
+        if sf.stats.packets_sent == 0 {
+            continue;
+        }
+        let us = |d: Option<Dur>| d.map_or(0, |d| d.as_micros().min(u64::from(u32::MAX)) as u32);
+        subflows[count] = SubflowStats {
+            subflow: i as u8,
+            bytes_sent: sf.stats.bytes_sent,
+            packets_sent: sf.stats.packets_sent,
+            retransmits: sf.stats.retransmits.min(u64::from(u32::MAX)) as u32,
+            rtos: sf.stats.rtos.min(u64::from(u32::MAX)) as u32,
+            fast_recoveries: sf.stats.fast_recoveries.min(u64::from(u32::MAX)) as u32,
+            tlp_probes: sf.stats.tlp_probes.min(u64::from(u32::MAX)) as u32,
+            srtt_us: us(sf.rtt().srtt()),
+            min_rtt_us: us(sf.rtt().min_rtt()),
+            cwnd: sf.cc.cwnd,
+        };
+        count += 1;
+    }
+    Frame::Stats {
+        count: count as u8,
+        subflows,
     }
 }

@@ -29,6 +29,23 @@ pub const MAX_PAYLOAD: usize = MAX_DATAGRAM - HEADER_LEN - DATA_FIELDS - TAG_LEN
 /// Packet numbers are 48 bits on the wire.
 pub const PN_LIMIT: u64 = 1 << 48;
 pub const MAX_SACK: usize = 3;
+/// Subflows a Stats frame reports, at most.
+pub const MAX_STATS: usize = 8;
+
+/// One subflow's counters, as the server's sender has them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct SubflowStats {
+    pub subflow: u8,
+    pub bytes_sent: u64,
+    pub packets_sent: u64,
+    pub retransmits: u32,
+    pub rtos: u32,
+    pub fast_recoveries: u32,
+    pub tlp_probes: u32,
+    pub srtt_us: u32,
+    pub min_rtt_us: u32,
+    pub cwnd: u32,
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
@@ -43,6 +60,8 @@ pub enum Kind {
     Join = 5,
     JoinAck = 6,
     Close = 7,
+    /// The server's counters per subflow (the answer to a Close).
+    Stats = 8,
 }
 
 impl Kind {
@@ -55,6 +74,7 @@ impl Kind {
             5 => Kind::Join,
             6 => Kind::JoinAck,
             7 => Kind::Close,
+            8 => Kind::Stats,
             _ => return Err(WireError::Kind(v)),
         })
     }
@@ -156,6 +176,9 @@ pub struct SackBlock {
 
 /// What a protected datagram carries, once decrypted. Sequence numbers and timestamps are the
 /// low 32 bits of the core's; `expand` restores them.
+// A Stats frame is the largest (8 subflows' counters, ~400 bytes): frames live briefly on the
+// stack, one at a time, so it is not boxed.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Frame<'a> {
     Data {
@@ -199,6 +222,10 @@ pub enum Frame<'a> {
     Close {
         code: u8,
     },
+    Stats {
+        count: u8,
+        subflows: [SubflowStats; MAX_STATS],
+    },
 }
 
 impl Frame<'_> {
@@ -209,6 +236,7 @@ impl Frame<'_> {
             Frame::Join { .. } => Kind::Join,
             Frame::JoinAck { .. } => Kind::JoinAck,
             Frame::Close { .. } => Kind::Close,
+            Frame::Stats { .. } => Kind::Stats,
         }
     }
 
@@ -273,6 +301,25 @@ impl Frame<'_> {
                 out.extend_from_slice(&size.to_be_bytes());
             }
             Frame::Close { code } => out.push(code),
+            Frame::Stats { count, subflows } => {
+                out.push(count);
+                for st in &subflows[..usize::from(count).min(MAX_STATS)] {
+                    out.push(st.subflow);
+                    out.extend_from_slice(&st.bytes_sent.to_be_bytes());
+                    out.extend_from_slice(&st.packets_sent.to_be_bytes());
+                    for v in [
+                        st.retransmits,
+                        st.rtos,
+                        st.fast_recoveries,
+                        st.tlp_probes,
+                        st.srtt_us,
+                        st.min_rtt_us,
+                        st.cwnd,
+                    ] {
+                        out.extend_from_slice(&v.to_be_bytes());
+                    }
+                }
+            }
         }
     }
 }
@@ -340,9 +387,31 @@ impl<'a> Frame<'a> {
                 gen: r.u8()?,
                 ts_val: r.u32()?,
                 ts_ecr: r.u32()?,
-                size: (u64::from(r.u32()?) << 32) | u64::from(r.u32()?),
+                size: r.u64()?,
             },
             Kind::Close => Frame::Close { code: r.u8()? },
+            Kind::Stats => {
+                let count = r.u8()?;
+                if usize::from(count) > MAX_STATS {
+                    return Err(WireError::TooLong);
+                }
+                let mut subflows = [SubflowStats::default(); MAX_STATS];
+                for st in subflows.iter_mut().take(usize::from(count)) {
+                    *st = SubflowStats {
+                        subflow: r.u8()?,
+                        bytes_sent: r.u64()?,
+                        packets_sent: r.u64()?,
+                        retransmits: r.u32()?,
+                        rtos: r.u32()?,
+                        fast_recoveries: r.u32()?,
+                        tlp_probes: r.u32()?,
+                        srtt_us: r.u32()?,
+                        min_rtt_us: r.u32()?,
+                        cwnd: r.u32()?,
+                    };
+                }
+                Frame::Stats { count, subflows }
+            }
             Kind::Initial | Kind::Response => return Err(WireError::Kind(kind as u8)),
         };
         if !r.0.is_empty() {
@@ -380,6 +449,9 @@ impl<'a> Reader<'a> {
     }
     fn u8(&mut self) -> Result<u8, WireError> {
         Ok(self.take(1)?[0])
+    }
+    fn u64(&mut self) -> Result<u64, WireError> {
+        Ok((u64::from(self.u32()?) << 32) | u64::from(self.u32()?))
     }
     fn u32(&mut self) -> Result<u32, WireError> {
         let b = self.take(4)?;
@@ -442,6 +514,20 @@ mod tests {
             size: u64::MAX - 1,
         });
         roundtrip(Frame::Close { code: 0 });
+        let mut subflows = [SubflowStats::default(); MAX_STATS];
+        subflows[1] = SubflowStats {
+            subflow: 1,
+            bytes_sent: u64::MAX,
+            packets_sent: 7,
+            retransmits: 3,
+            rtos: 1,
+            fast_recoveries: 2,
+            tlp_probes: 4,
+            srtt_us: 20_000,
+            min_rtt_us: 19_000,
+            cwnd: 80,
+        };
+        roundtrip(Frame::Stats { count: 2, subflows });
     }
 
     #[test]
