@@ -74,6 +74,37 @@ fn wait(
     Ok(())
 }
 
+/// Socket buffers large enough for a window's burst at loopback speeds (the default, about
+/// 200 KB, overflows and loses datagrams the transport then retransmits).
+pub const SOCKET_BUFFER: usize = 4 << 20;
+
+/// Asks for `SOCKET_BUFFER` each way: beyond `net.core.rmem_max` if privileged (the FORCE
+/// options), else as far as the limit allows.
+pub fn enlarge_buffers(socket: &UdpSocket) {
+    let fd = socket.as_raw_fd();
+    let size = SOCKET_BUFFER as libc::c_int;
+    for (force, plain) in [
+        (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF),
+        (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF),
+    ] {
+        let set = |opt| {
+            // SAFETY: `size` outlives the call and its length is given.
+            unsafe {
+                libc::setsockopt(
+                    fd,
+                    libc::SOL_SOCKET,
+                    opt,
+                    (&size as *const libc::c_int).cast(),
+                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                )
+            }
+        };
+        if set(force) != 0 {
+            set(plain);
+        }
+    }
+}
+
 /// Serves until `stop` is set: each datagram into the server, its answers out.
 pub fn serve(
     socket: &UdpSocket,
@@ -82,6 +113,7 @@ pub fn serve(
     mut tick: impl FnMut(&Server),
 ) -> io::Result<()> {
     socket.set_nonblocking(true)?;
+    enlarge_buffers(socket);
     let clock = Clock::start();
     let mut buf = vec![0u8; 65_536];
     let mut last_tick = clock.now();
@@ -147,6 +179,7 @@ pub fn client_sockets(locals: &[SocketAddr], server: SocketAddr) -> io::Result<V
             let s = UdpSocket::bind(local)?;
             s.connect(server)?;
             s.set_nonblocking(true)?;
+            enlarge_buffers(&s);
             Ok(s)
         })
         .collect()
