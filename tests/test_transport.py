@@ -153,3 +153,38 @@ def test_a_scheduler_written_in_python_serves_a_transfer_and_its_cost_is_reporte
     decisions, cost = re.search(r"([\d,]+) scheduler decisions, ([\d.]+) us each", err).groups()
     assert int(decisions.replace(",", "")) >= 20_000_000 // 1424
     assert 0 < float(cost) < 1000, err
+
+
+def test_a_python_scheduler_that_raises_stops_serve_with_its_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "class Broken:\n    def next(self, ctx):\n        raise RuntimeError('no idea where')\n"
+    )
+    port = _free_port()
+    server = subprocess.Popen(
+        [
+            *MPSCHED,
+            "serve",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--size",
+            "5MB",
+            "--scheduler",
+            f"{bad}:Broken",
+        ],
+        env=_env(),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(0.5)
+    subprocess.run(
+        [*MPSCHED, "get", f"127.0.0.1:{port}", "--duration", "3s", "--json"],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    _, err = server.communicate(timeout=30)
+    assert server.returncode == 2, err
+    assert "connection.scheduler: Broken" in err and "no idea where" in err, err

@@ -346,11 +346,19 @@ fn udp_serve(
         factory,
     };
     let stop = AtomicBool::new(false);
+    let failure: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+    // Whatever an earlier run's Python scheduler left is not this one's.
+    pysched::take_failure();
     let report = py
         .allow_threads(|| {
             catch_unwind(AssertUnwindSafe(|| {
                 run_serve(opts, &stop, |_| {
-                    // Ctrl-C ends serving (it may have reached a Python scheduler first).
+                    // Ctrl-C ends serving (it may have reached a Python scheduler first); so
+                    // does a Python scheduler that raised.
+                    if let Some(why) = pysched::take_failure() {
+                        *failure.lock().expect("one thread") = Some(why);
+                        stop.store(true, Ordering::Relaxed);
+                    }
                     if Python::with_gil(|py| py.check_signals()).is_err()
                         || pysched::take_interrupt()
                     {
@@ -361,6 +369,11 @@ fn udp_serve(
         })
         .map_err(panic_message)?
         .map_err(PyValueError::new_err)?;
+    if let Some(why) = failure.into_inner().expect("one thread") {
+        return Err(PyValueError::new_err(format!(
+            "connection.scheduler: {why} (serving stopped)"
+        )));
+    }
     let drops = report.drops;
     Ok(format!(
         r#"{{"drops": {{"malformed": {}, "unauthenticated": {}, "replayed": {}, "unknown_connection": {}, "amplification": {}, "over_capacity": {}}}, "decisions": {}, "decision_us": {}}}"#,

@@ -206,6 +206,14 @@ pub fn take_interrupt() -> bool {
     INTERRUPTED.swap(false, std::sync::atomic::Ordering::Relaxed)
 }
 
+/// The first error a scheduler's Python code raised since the last call: a long-running
+/// caller stops on it rather than serve with a scheduler that sends nothing more.
+static FAILURE: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+pub fn take_failure() -> Option<String> {
+    FAILURE.lock().ok().and_then(|mut f| f.take())
+}
+
 pub struct PyScheduler {
     obj: Py<PyAny>,
     name: &'static str,
@@ -235,6 +243,8 @@ impl PyScheduler {
         if Python::with_gil(|py| e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py)) {
             // Ctrl-C arrived while Python ran the scheduler: it is the caller's to see.
             INTERRUPTED.store(true, std::sync::atomic::Ordering::Relaxed);
+        } else if let Ok(mut first) = FAILURE.lock() {
+            first.get_or_insert_with(|| format!("{}: {e}", self.name));
         }
         let mut slot = self.error.borrow_mut();
         if slot.is_none() {
