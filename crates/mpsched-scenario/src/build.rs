@@ -78,6 +78,7 @@ pub fn scenario(paths: Vec<PathConfig>, scheduler: &str, duration_ns: u64) -> Co
         loss_recovery: Default::default(),
         timer_hz: mpsched_core::jiffies::DEFAULT_HZ,
         workload: Workload::Bulk,
+        write_chunk_bytes: None,
         paths,
         main_paths: None,
         flows: Vec::new(),

@@ -50,6 +50,10 @@ pub struct Config {
     #[serde(default = "default_timer_hz")]
     pub timer_hz: u32,
     pub workload: Workload,
+    /// A bulk or file application's write size (`workload.write_chunk`): it writes this much
+    /// each time the socket is writable; `None`: it fills the send buffer.
+    #[serde(default)]
+    pub write_chunk_bytes: Option<u64>,
     pub paths: Vec<PathConfig>,
     /// How many of `paths`, from the first, the main connection uses (all when absent); the
     /// others carry only competing flows.
@@ -511,6 +515,9 @@ impl Config {
                 mpsched_core::jiffies::KERNEL_HZ,
                 self.timer_hz
             ));
+        }
+        if self.write_chunk_bytes == Some(0) {
+            return Err("write_chunk_bytes: must be > 0".into());
         }
         if let Workload::File { size_bytes: 0 } = self.workload {
             return Err("workload.size_bytes: must be > 0".into());

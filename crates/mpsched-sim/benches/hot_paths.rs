@@ -94,6 +94,7 @@ fn sender(scheduler: &str) -> Sender {
             initial_rwnd: Bytes(64 << 20),
             total: None,
             app_limited: false,
+            write_chunk: None,
             subflows: vec![sf(20), sf(100)],
             loss_recovery: Default::default(),
             jiffies: mpsched_core::jiffies::Jiffies::hz(250),

@@ -160,6 +160,7 @@ impl Conn {
                 initial_rwnd: Bytes(client.initial_window()),
                 total: spec.total,
                 app_limited: spec.app_limited,
+                write_chunk: cfg.write_chunk_bytes.map(Bytes),
                 subflows,
                 loss_recovery: cfg.loss_recovery.recovery(),
                 jiffies: cfg.jiffies(),

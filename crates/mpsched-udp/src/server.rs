@@ -166,6 +166,7 @@ impl Server {
                 initial_rwnd: Bytes(128 << 10),
                 total: self.source.len().map(Bytes),
                 app_limited: false,
+                write_chunk: None,
                 subflows,
                 loss_recovery: LossRecovery::Linux,
                 // Timers on this clock's nanoseconds: nothing ticks here but the OS clock.

@@ -300,6 +300,11 @@ def _sample(sock: socket.socket, protocol: str, t: float) -> list[Any]:
     return [round(t, 4), rows, buffer]
 
 
+# The server's write size when the scenario leaves it to the application
+# (`workload.write_chunk` unset): what this load generator always wrote.
+WRITE_CHUNK = 256 * 1024
+
+
 def serve(args: argparse.Namespace) -> dict[str, Any]:
     listener = _socket(args.protocol, args.congestion)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -313,7 +318,7 @@ def serve(args: argparse.Namespace) -> dict[str, Any]:
     # The listener stays open: MP_JOIN SYNs of further subflows arrive on it.
     accepted = (time.monotonic_ns() - args.epoch) / 1e9
     conn.setblocking(False)
-    chunk = memoryview(bytes(256 * 1024))
+    chunk = memoryview(bytes(args.chunk))
     total = args.size if args.workload == "file" else None
     sent = 0
     error = None
@@ -457,6 +462,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--congestion", default="cubic")
     parser.add_argument("--workload", choices=("bulk", "file"), default="bulk")
     parser.add_argument("--size", type=int, default=0)
+    parser.add_argument(
+        "--chunk", type=int, default=WRITE_CHUNK, help="bytes written each time writable"
+    )
     parser.add_argument(
         "--epoch", type=int, default=0, help="time zero, monotonic ns (0: read it from stdin)"
     )

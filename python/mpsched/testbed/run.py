@@ -44,6 +44,8 @@ def _loadgen(bed: Testbed, role: str, epoch_ns: int | None = None) -> subprocess
         "--congestion",
         str(cfg["congestion"]),
     ]
+    if cfg.get("write_chunk_bytes"):
+        argv += ["--chunk", str(cfg["write_chunk_bytes"])]
     if role == "client":
         argv += ["--bind", client_addr(0)]
     return bed.spawn(bed.server_ns if role == "server" else bed.client_ns, argv)

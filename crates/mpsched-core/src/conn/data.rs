@@ -33,6 +33,8 @@ pub struct DataQueue {
     total_segs: Option<u64>,
     /// Segments the application has written so far; `None`: it always has more.
     pub(super) app_segs: Option<u64>,
+    /// The application's write size in segments; `None`: it fills the buffer at once.
+    pub(super) write_chunk_segs: Option<u64>,
     last_len: u32,
     /// Payload of a full segment (`wire::mss`).
     mss: u32,
@@ -54,6 +56,7 @@ impl DataQueue {
             sndbuf_segs: (sndbuf.0 / m).max(1),
             total_segs,
             app_segs: None,
+            write_chunk_segs: None,
             last_len,
             mss,
         }
@@ -121,12 +124,21 @@ impl DataQueue {
         self.total_segs.is_some_and(|t| self.una >= t)
     }
 
-    /// The application, woken once the buffer is writable, fills it.
+    /// The application, woken once the buffer is writable, fills it; or, writing
+    /// `write_chunk_segs` at a time, writes chunks while the socket says it is writable
+    /// (below two thirds full), so the buffer ends up between 2/3 and 2/3 + a chunk full.
     pub(super) fn write(&mut self) {
         if self.sndbuf_full() {
             return;
         }
         let mut end = self.una + self.sndbuf_segs;
+        if let Some(chunk) = self.write_chunk_segs {
+            // The chunks it takes to pass 2/3: 3 x len > 2 x sndbuf.
+            let held = self.segs.len() as u64;
+            let need = (2 * self.sndbuf_segs / 3 + 1).saturating_sub(held);
+            let chunks = need.div_ceil(chunk).max(1);
+            end = end.min(self.written_end() + chunks * chunk);
+        }
         if let Some(t) = self.total_segs {
             end = end.min(t);
         }
@@ -149,5 +161,35 @@ impl DataQueue {
                 queued_for_reinjection: false,
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queue(chunk: Option<u64>) -> DataQueue {
+        let mut q = DataQueue::new(1424, Bytes(2999 * 1424), None, Bytes(1 << 30));
+        q.write_chunk_segs = chunk;
+        q
+    }
+
+    #[test]
+    fn a_chunked_writer_stops_past_two_thirds_a_filling_one_at_the_top() {
+        let mut full = queue(None);
+        full.write();
+        assert_eq!(full.segs.len(), 2999);
+        // 256 KiB chunks (184 segments): written while at most 2/3 full (1,999 of 2,999).
+        let mut chunked = queue(Some(184));
+        chunked.write();
+        let held = chunked.segs.len() as u64;
+        assert!(held > 2 * 2999 / 3 && held <= 2 * 2999 / 3 + 184, "{held}");
+        assert!(chunked.sndbuf_full());
+        // An ACK of 500 segments: below 2/3 again, so chunks until past it.
+        chunked.una += 500;
+        chunked.segs.drain(..500);
+        chunked.write();
+        let held = chunked.segs.len() as u64;
+        assert!(held > 2 * 2999 / 3 && held <= 2 * 2999 / 3 + 184, "{held}");
     }
 }

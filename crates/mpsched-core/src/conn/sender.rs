@@ -64,6 +64,9 @@ pub struct SenderConfig {
     /// The application writes only what `Sender::app_write` gives it (a rate-limited source)
     /// instead of keeping the send buffer full.
     pub app_limited: bool,
+    /// A bulk application's write size: it writes this much each time the socket is writable
+    /// (iperf3: 128 KiB; the testbed's load generator: 256 KiB); `None`: it fills the buffer.
+    pub write_chunk: Option<Bytes>,
     pub subflows: Vec<SubflowConfig>,
     /// How every subflow finds its losses.
     pub loss_recovery: LossRecovery,
@@ -157,6 +160,7 @@ impl Sender {
         if cfg.app_limited {
             data.app_segs = Some(0);
         }
+        data.write_chunk_segs = cfg.write_chunk.map(|b| (b.0 / u64::from(mss)).max(1));
         if cfg.sndbuf_autotune {
             // Before the first ACK only the first subflow is up.
             data.sndbuf_segs = 1;

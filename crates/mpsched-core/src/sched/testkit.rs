@@ -66,6 +66,7 @@ pub fn sender_params(scheduler: &str, s: Setup, mut params: SchedParams) -> Send
             initial_rwnd: Bytes(s.rwnd_segments * MSS64),
             total: s.total_bytes.map(Bytes),
             app_limited: false,
+            write_chunk: None,
             subflows,
             loss_recovery: Default::default(),
             jiffies: crate::jiffies::Jiffies::EXACT,
