@@ -25,6 +25,18 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _stop(server: subprocess.Popen[str], timeout: float = 10) -> str:
+    """Ctrl-C to a server, and its stderr; killed (and the test failed) if it does not stop."""
+    server.send_signal(signal.SIGINT)
+    try:
+        _, err = server.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.communicate()
+        pytest.fail("mpsched serve did not stop on SIGINT")
+    return err
+
+
 def _env() -> dict[str, str]:
     return {**os.environ, "MPSCHED_SECRET": SECRET}
 
@@ -43,8 +55,7 @@ def served_file(tmp_path: Path):
     )
     time.sleep(0.5)
     yield port, hashlib.sha256(data).hexdigest()
-    server.send_signal(signal.SIGINT)
-    _, err = server.communicate(timeout=10)
+    err = _stop(server)
     assert server.returncode == 0, err
     assert "datagrams dropped" in err and "scheduler decisions" in err
 
@@ -145,8 +156,7 @@ def test_a_scheduler_written_in_python_serves_a_transfer_and_its_cost_is_reporte
         timeout=120,
         check=False,
     )
-    server.send_signal(signal.SIGINT)
-    _, err = server.communicate(timeout=10)
+    err = _stop(server)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["complete"]
     # "stopped; 14,153 scheduler decisions, 3.10 us each in real time; ..."
@@ -185,6 +195,11 @@ def test_a_python_scheduler_that_raises_stops_serve_with_its_error(tmp_path: Pat
         timeout=60,
         check=False,
     )
-    _, err = server.communicate(timeout=30)
+    try:
+        _, err = server.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.communicate()
+        pytest.fail("mpsched serve went on after its scheduler raised")
     assert server.returncode == 2, err
     assert "connection.scheduler: Broken" in err and "no idea where" in err, err

@@ -96,7 +96,11 @@ def _transport(size: int, paths: list[str]) -> dict[str, Any]:
         argv += ["--path", p]
     done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
     server.send_signal(signal.SIGINT)
-    server.communicate(timeout=30)
+    try:
+        server.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.communicate()
     cpu = _children_cpu() - cpu0
     if done.returncode != 0:
         return {"name": f"mpsched transport, {len(paths)} path(s)", "error": done.stderr[-300:]}
