@@ -41,19 +41,37 @@ def _env() -> dict[str, str]:
     return {**os.environ, "MPSCHED_SECRET": SECRET}
 
 
+def _serve(port: int, *args: str) -> subprocess.Popen[str]:
+    """`mpsched serve ARGS` on 127.0.0.1:port, given half a second to bind."""
+    server = subprocess.Popen(
+        [*MPSCHED, "serve", *args, "--bind", f"127.0.0.1:{port}"],
+        env=_env(),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(0.5)
+    return server
+
+
+def _get(port: int, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """`mpsched get 127.0.0.1:port ARGS`."""
+    return subprocess.run(
+        [*MPSCHED, "get", f"127.0.0.1:{port}", *args],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
 @pytest.fixture
 def served_file(tmp_path: Path):
     data = os.urandom(20_000_000)
     path = tmp_path / "file.bin"
     path.write_bytes(data)
     port = _free_port()
-    server = subprocess.Popen(
-        [*MPSCHED, "serve", str(path), "--bind", f"127.0.0.1:{port}", "--scheduler", "stms-c"],
-        env=_env(),
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    time.sleep(0.5)
+    server = _serve(port, str(path), "--scheduler", "stms-c")
     yield port, hashlib.sha256(data).hexdigest()
     err = _stop(server)
     assert server.returncode == 0, err
@@ -63,25 +81,7 @@ def served_file(tmp_path: Path):
 def test_a_file_arrives_over_two_paths_with_its_hash(served_file, tmp_path: Path) -> None:
     port, sha = served_file
     out = tmp_path / "got.bin"
-    done = subprocess.run(
-        [
-            *MPSCHED,
-            "get",
-            f"127.0.0.1:{port}",
-            "--path",
-            "127.0.0.1",
-            "--path",
-            "127.0.0.2",
-            "--out",
-            str(out),
-            "--json",
-        ],
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = _get(port, "--path", "127.0.0.1", "--path", "127.0.0.2", "--out", str(out), "--json")
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["complete"] and summary["bytes"] == 20_000_000
@@ -123,39 +123,8 @@ def test_without_a_secret_the_commands_say_how_to_give_one() -> None:
 
 def test_a_scheduler_written_in_python_serves_a_transfer_and_its_cost_is_reported() -> None:
     port = _free_port()
-    server = subprocess.Popen(
-        [
-            *MPSCHED,
-            "serve",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--size",
-            "20MB",
-            "--scheduler",
-            "mpsched.scheduler:MinRtt",
-        ],
-        env=_env(),
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    time.sleep(0.5)
-    done = subprocess.run(
-        [
-            *MPSCHED,
-            "get",
-            f"127.0.0.1:{port}",
-            "--path",
-            "127.0.0.1",
-            "--path",
-            "127.0.0.2",
-            "--json",
-        ],
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    server = _serve(port, "--size", "20MB", "--scheduler", "mpsched.scheduler:MinRtt")
+    done = _get(port, "--path", "127.0.0.1", "--path", "127.0.0.2", "--json", timeout=120)
     err = _stop(server)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["complete"]
@@ -171,30 +140,8 @@ def test_a_python_scheduler_that_raises_stops_serve_with_its_error(tmp_path: Pat
         "class Broken:\n    def next(self, ctx):\n        raise RuntimeError('no idea where')\n"
     )
     port = _free_port()
-    server = subprocess.Popen(
-        [
-            *MPSCHED,
-            "serve",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--size",
-            "5MB",
-            "--scheduler",
-            f"{bad}:Broken",
-        ],
-        env=_env(),
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    time.sleep(0.5)
-    subprocess.run(
-        [*MPSCHED, "get", f"127.0.0.1:{port}", "--duration", "3s", "--json"],
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    server = _serve(port, "--size", "5MB", "--scheduler", f"{bad}:Broken")
+    _get(port, "--duration", "3s", "--json")
     try:
         _, err = server.communicate(timeout=30)
     except subprocess.TimeoutExpired:

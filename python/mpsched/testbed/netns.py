@@ -15,7 +15,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -304,11 +304,12 @@ class Testbed:
                 "dev", self.client_dev(p), "id", str(p + 1), "subflow", *backup)  # fmt: skip
         self._endpoint_added[p] = True
 
-    def address_changes(self, epoch_ns: int) -> list[dict[str, Any]]:
-        """Applies the paths' `gone` and returning addresses (`present` in a schedule) at
-        their times from ``epoch_ns``, in a thread: deleting a path's endpoint makes the
-        kernel close its subflow (the emulator drops the link's packets meanwhile), adding it
-        back makes the path manager join a new one. Returns the log it fills as it goes."""
+    def _presence_changes(
+        self, epoch_ns: int, name: str, change: Callable[[int, bool], None]
+    ) -> list[dict[str, Any]]:
+        """Calls ``change(path, present)`` at each `gone` or returning address of the paths'
+        schedules (`present`), at its time from ``epoch_ns``, in a thread named ``name``.
+        Returns the log it fills as it goes (when each was applied, and any error)."""
         events = sorted(
             (int(c["at_ns"]), p, bool(c["present"]))
             for p, path in enumerate(self.paths)
@@ -316,30 +317,42 @@ class Testbed:
             if c.get("present") is not None
         )
         log: list[dict[str, Any]] = []
-        if not events or self.protocol != "mptcp":
-            return log
 
         def apply() -> None:
             for at_ns, p, present in events:
                 time.sleep(max(0.0, (epoch_ns + at_ns - time.monotonic_ns()) / 1e9))
                 entry: dict[str, Any] = {"at_s": at_ns / 1e9, "path": p, "present": present}
                 try:
-                    if present:
-                        self._add_endpoint(p)
-                    elif p == 0 and not self._endpoint_added[0]:
-                        # The initial subflow's address has no endpoint: id 0 names it.
-                        self.ip(self.client_ns, "mptcp", "endpoint", "delete", "id", "0",
-                                client_addr(0))  # fmt: skip
-                    else:
-                        self.ip(self.client_ns, "mptcp", "endpoint", "delete", "id", str(p + 1))
-                    self._endpoint_added[p] = present
+                    change(p, present)
                 except TestbedError as exc:
                     entry["error"] = str(exc)
                 entry["applied_s"] = (time.monotonic_ns() - epoch_ns) / 1e9
                 log.append(entry)
 
-        threading.Thread(target=apply, name="address-changes", daemon=True).start()
+        if events:
+            threading.Thread(target=apply, name=name, daemon=True).start()
         return log
+
+    def address_changes(self, epoch_ns: int) -> list[dict[str, Any]]:
+        """Applies the paths' `gone` and returning addresses (`present` in a schedule) at
+        their times from ``epoch_ns``, in a thread: deleting a path's endpoint makes the
+        kernel close its subflow (the emulator drops the link's packets meanwhile), adding it
+        back makes the path manager join a new one. Returns the log it fills as it goes."""
+        if self.protocol != "mptcp":
+            return []
+
+        def change(p: int, present: bool) -> None:
+            if present:
+                self._add_endpoint(p)
+            elif p == 0 and not self._endpoint_added[0]:
+                # The initial subflow's address has no endpoint: id 0 names it.
+                self.ip(self.client_ns, "mptcp", "endpoint", "delete", "id", "0",
+                        client_addr(0))  # fmt: skip
+            else:
+                self.ip(self.client_ns, "mptcp", "endpoint", "delete", "id", str(p + 1))
+            self._endpoint_added[p] = present
+
+        return self._presence_changes(epoch_ns, "address-changes", change)
 
     def device_changes(self, epoch_ns: int) -> list[dict[str, Any]]:
         """Applies the paths' `gone` and returning addresses as their client devices going
@@ -347,35 +360,18 @@ class Testbed:
         for it is dropped), at their times from ``epoch_ns``, in a thread; for a transport
         other than the kernel's MPTCP, whose path manager `address_changes` drives instead.
         A device coming back gets its path's routes again (they go with the link)."""
-        events = sorted(
-            (int(c["at_ns"]), p, bool(c["present"]))
-            for p, path in enumerate(self.paths)
-            for c in path.get("schedule", [])
-            if c.get("present") is not None
-        )
-        log: list[dict[str, Any]] = []
 
-        def apply() -> None:
-            for at_ns, p, present in events:
-                time.sleep(max(0.0, (epoch_ns + at_ns - time.monotonic_ns()) / 1e9))
-                entry: dict[str, Any] = {"at_s": at_ns / 1e9, "path": p, "present": present}
-                dev, addr = self.client_dev(p), client_addr(p)
-                try:
-                    self.ip(self.client_ns, "link", "set", dev, "up" if present else "down")
-                    if present:
-                        self.ip(self.client_ns, "route", "replace", f"{SERVER_ADDR}/32", "dev",
-                                dev, "src", addr, "table", str(100 + p))  # fmt: skip
-                        if p == 0:
-                            self.ip(self.client_ns, "route", "replace", f"{SERVER_ADDR}/32",
-                                    "dev", dev, "src", addr)  # fmt: skip
-                except TestbedError as exc:
-                    entry["error"] = str(exc)
-                entry["applied_s"] = (time.monotonic_ns() - epoch_ns) / 1e9
-                log.append(entry)
+        def change(p: int, present: bool) -> None:
+            dev, addr = self.client_dev(p), client_addr(p)
+            self.ip(self.client_ns, "link", "set", dev, "up" if present else "down")
+            if present:
+                self.ip(self.client_ns, "route", "replace", f"{SERVER_ADDR}/32", "dev", dev,
+                        "src", addr, "table", str(100 + p))  # fmt: skip
+                if p == 0:
+                    self.ip(self.client_ns, "route", "replace", f"{SERVER_ADDR}/32", "dev", dev,
+                            "src", addr)  # fmt: skip
 
-        if events:
-            threading.Thread(target=apply, name="device-changes", daemon=True).start()
-        return log
+        return self._presence_changes(epoch_ns, "device-changes", change)
 
     def _start_emulator(self) -> None:
         devices = [
