@@ -34,7 +34,7 @@ STMS_NATIVE: dict[str, Any] = {
     "loss_recovery": "linux",
     "timer_hz": 250,
     "workload": {"kind": "bulk"},
-    "write_chunk_bytes": None,
+    "write_chunk_bytes": 262144,
     "paths": [
         {
             "name": "wifi",

@@ -99,7 +99,11 @@ def test_the_paper000_interval_sweep_varies_only_stms_a_s_parameters() -> None:
     intervals = {p.overrides["connection.scheduler_params.adjust_interval"] for p in tuned}
     assert len(intervals) == 8
     # Every point is the paper's Fig. 10 setting, and every interval is a valid parameter.
-    assert sweep.overrides == {"path.lte.rtt": "200ms", "path.wifi.queue": "50ms"}
+    assert sweep.overrides == {
+        "workload.write_chunk": "128KiB",
+        "path.lte.rtt": "200ms",
+        "path.wifi.queue": "50ms",
+    }
     for p in tuned:
         mpsched.load(None, {**sweep.overrides, **p.overrides})
 

@@ -78,7 +78,7 @@ pub fn scenario(paths: Vec<PathConfig>, scheduler: &str, duration_ns: u64) -> Co
         loss_recovery: Default::default(),
         timer_hz: mpsched_core::jiffies::DEFAULT_HZ,
         workload: Workload::Bulk,
-        write_chunk_bytes: None,
+        write_chunk_bytes: Some(mpsched_core::conn::DEFAULT_WRITE_CHUNK.0),
         paths,
         main_paths: None,
         flows: Vec::new(),

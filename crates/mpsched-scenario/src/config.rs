@@ -51,8 +51,8 @@ pub struct Config {
     pub timer_hz: u32,
     pub workload: Workload,
     /// A bulk or file application's write size (`workload.write_chunk`): it writes this much
-    /// each time the socket is writable; `None`: it fills the send buffer.
-    #[serde(default)]
+    /// each time the socket is writable; `None` (`"fill"`): it fills the send buffer.
+    #[serde(default = "default_write_chunk")]
     pub write_chunk_bytes: Option<u64>,
     pub paths: Vec<PathConfig>,
     /// How many of `paths`, from the first, the main connection uses (all when absent); the
@@ -101,6 +101,10 @@ fn default_rcvbuf_initial() -> u64 {
 
 fn default_timer_hz() -> u32 {
     mpsched_core::jiffies::DEFAULT_HZ
+}
+
+fn default_write_chunk() -> Option<u64> {
+    Some(mpsched_core::conn::DEFAULT_WRITE_CHUNK.0)
 }
 
 fn default_true() -> bool {

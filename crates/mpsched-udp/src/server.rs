@@ -166,7 +166,7 @@ impl Server {
                 initial_rwnd: Bytes(128 << 10),
                 total: self.source.len().map(Bytes),
                 app_limited: false,
-                write_chunk: None,
+                write_chunk: Some(mpsched_core::conn::DEFAULT_WRITE_CHUNK),
                 subflows,
                 loss_recovery: LossRecovery::Linux,
                 // Timers on this clock's nanoseconds: nothing ticks here but the OS clock.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, GetJsonSchemaHandler, ValidationInfo, WithJsonSchema
 from pydantic.json_schema import JsonSchemaValue
@@ -214,6 +214,15 @@ def _convert_shape(value: object, info: ValidationInfo) -> object:
     return float(value)
 
 
+def _convert_write_chunk(value: object, info: ValidationInfo) -> object:
+    if value == "fill":
+        return value
+    number = parse_size(value)
+    if number < 1:
+        raise ValueError(f"{info.field_name} must be a size > 0 or \"fill\", got {value!r}")
+    return number
+
+
 def _convert_string(value: object, info: ValidationInfo) -> object:
     if not isinstance(value, str) or not value:
         raise ValueError(f"{info.field_name} must be a non-empty string, got {value!r}")
@@ -233,6 +242,10 @@ PositiveRate = Annotated[int, _quantity(parse_rate, 1), _RATE]
 OptionalRate = Annotated[int | None, _quantity(parse_rate, 1, optional=True), _RATE]
 PositiveSize = Annotated[int, _quantity(parse_size, 1), _SIZE]
 OptionalSize = Annotated[int | None, _quantity(parse_size, 1, optional=True), _SIZE]
+_WRITE_CHUNK = WithJsonSchema(
+    {"anyOf": [json_schema("size"), {"const": "fill", "description": "fill the send buffer"}]}
+)
+WriteChunk = Annotated[int | Literal["fill"], BeforeValidator(_convert_write_chunk), _WRITE_CHUNK]
 Queue = Annotated[QueueLimit, BeforeValidator(_convert_queue), _QUEUE]
 OptionalQueue = Annotated[QueueLimit | None, BeforeValidator(_convert_queue), _QUEUE]
 Probability = Annotated[float, BeforeValidator(_convert_probability)]

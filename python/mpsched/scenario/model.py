@@ -38,6 +38,7 @@ from .fields import (
     Seed,
     Shape,
     UnitProbability,
+    WriteChunk,
     choice,
     scheduler_choice,
 )
@@ -186,11 +187,12 @@ class Workload(_Model):
     """
     pareto_shape: Shape = 1.5
     """The Pareto distribution's shape (1.5 puts 92% of files of mean 57 KB below 100 KB)."""
-    write_chunk: OptionalSize = None
-    """Unset: the application fills the send buffer whenever it may (a `sendfile`-like
-    writer). A size: it writes that much each time the socket becomes writable (below two
-    thirds of its buffer: `select`/`poll`), as iperf3 (128 KiB) and the testbed's load
-    generator do; the buffer then stays between 2/3 and 2/3 + a chunk full. `bulk` and `file`.
+    write_chunk: WriteChunk = "256KiB"  # type: ignore[assignment]
+    """How the application writes (`bulk` and `file`). A size: that much each time the socket
+    becomes writable (below two thirds of its buffer: `select`/`poll`), as the testbed's load
+    generator (256 KiB) and iperf3 (128 KiB) do; the buffer then stays between 2/3 and 2/3 + a
+    chunk full. `fill`: it fills the send buffer whenever it may (a `sendfile`-like writer, as
+    ns-3's BulkSendApplication), so more data waits unpushed at the connection level.
     """
 
 

@@ -216,7 +216,9 @@ def to_native(scenario: Scenario) -> dict[str, Any]:
         "loss_recovery": connection.loss_recovery,
         "timer_hz": connection.timer_hz,
         "workload": workload,
-        "write_chunk_bytes": scenario.workload.write_chunk,
+        "write_chunk_bytes": None
+        if scenario.workload.write_chunk == "fill"
+        else scenario.workload.write_chunk,
         "paths": native_paths,
         **extra,
         **({"links": [_directions(link, "link") for link in scenario.link]} if links else {}),

@@ -53,6 +53,7 @@ _ACCEPTS: dict[int, str] = {
         (f.OptionalRate, "rate > 0"),
         (f.PositiveSize, "size > 0"),
         (f.OptionalSize, "size > 0"),
+        (f.WriteChunk, "size > 0 or `fill`"),
         (f.Queue, "queue limit: size, packets (`pkt`) or time"),
         (f.OptionalQueue, "queue limit: size, packets (`pkt`) or time"),
         (f.Probability, "number in [0, 1)"),

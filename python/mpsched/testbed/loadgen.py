@@ -300,9 +300,10 @@ def _sample(sock: socket.socket, protocol: str, t: float) -> list[Any]:
     return [round(t, 4), rows, buffer]
 
 
-# The server's write size when the scenario leaves it to the application
-# (`workload.write_chunk` unset): what this load generator always wrote.
+# The server's write size unless told (`workload.write_chunk`'s default); 0 fills the
+# socket's buffer each time it is writable (`write_chunk = "fill"`).
 WRITE_CHUNK = 256 * 1024
+FILL_BLOCK = 4 << 20
 
 
 def serve(args: argparse.Namespace) -> dict[str, Any]:
@@ -318,7 +319,8 @@ def serve(args: argparse.Namespace) -> dict[str, Any]:
     # The listener stays open: MP_JOIN SYNs of further subflows arrive on it.
     accepted = (time.monotonic_ns() - args.epoch) / 1e9
     conn.setblocking(False)
-    chunk = memoryview(bytes(args.chunk))
+    fill = args.chunk == 0
+    chunk = memoryview(bytes(FILL_BLOCK if fill else args.chunk))
     total = args.size if args.workload == "file" else None
     sent = 0
     error = None
@@ -331,10 +333,14 @@ def serve(args: argparse.Namespace) -> dict[str, Any]:
                 next_sample += args.sample
             wait = min(0.05, (min(deadline, next_sample) - now) / 1e9)
             _, writable, _ = select.select([], [conn], [], max(0.0, wait))
-            if writable:
+            # A filling writer sends until the socket refuses: its buffer is then full.
+            while writable and (total is None or sent < total):
                 want = len(chunk) if total is None else min(len(chunk), total - sent)
-                with contextlib.suppress(BlockingIOError):
+                try:
                     sent += conn.send(chunk[:want])
+                except BlockingIOError:
+                    break
+                writable = fill
         # A file: wait for the last byte's acknowledgement, then report.
         while (
             total is not None and time.monotonic_ns() < deadline and not _acked(conn, args.protocol)
@@ -463,7 +469,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workload", choices=("bulk", "file"), default="bulk")
     parser.add_argument("--size", type=int, default=0)
     parser.add_argument(
-        "--chunk", type=int, default=WRITE_CHUNK, help="bytes written each time writable"
+        "--chunk",
+        type=int,
+        default=WRITE_CHUNK,
+        help="bytes written each time writable (0: until the buffer is full)",
     )
     parser.add_argument(
         "--epoch", type=int, default=0, help="time zero, monotonic ns (0: read it from stdin)"

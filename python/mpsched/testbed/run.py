@@ -44,8 +44,9 @@ def _loadgen(bed: Testbed, role: str, epoch_ns: int | None = None) -> subprocess
         "--congestion",
         str(cfg["congestion"]),
     ]
-    if cfg.get("write_chunk_bytes"):
-        argv += ["--chunk", str(cfg["write_chunk_bytes"])]
+    if "write_chunk_bytes" in cfg:
+        # None: the scenario's "fill" writer.
+        argv += ["--chunk", str(cfg["write_chunk_bytes"] or 0)]
     if role == "client":
         argv += ["--bind", client_addr(0)]
     return bed.spawn(bed.server_ns if role == "server" else bed.client_ns, argv)

@@ -33,7 +33,8 @@ pub struct DataQueue {
     total_segs: Option<u64>,
     /// Segments the application has written so far; `None`: it always has more.
     pub(super) app_segs: Option<u64>,
-    /// The application's write size in segments; `None`: it fills the buffer at once.
+    /// The application's write size in segments ([`super::sender::DEFAULT_WRITE_CHUNK`] unless told);
+    /// `None`: it fills the buffer at once.
     pub(super) write_chunk_segs: Option<u64>,
     last_len: u32,
     /// Payload of a full segment (`wire::mss`).

@@ -39,6 +39,11 @@ use std::collections::VecDeque;
 /// `tcp_wmem[0]`, the base of an MPTCP connection's send buffer.
 const WMEM_MIN: u64 = 4096;
 
+/// What a bulk application writes each time its socket is writable unless a scenario says
+/// otherwise: the testbed's load generator's write (a `select` loop), so the model's
+/// connection-level backlog is the kernel runs' (measured: 70% of the buffer, not 100%).
+pub const DEFAULT_WRITE_CHUNK: Bytes = Bytes(256 * 1024);
+
 #[derive(Clone, Debug)]
 pub struct SubflowConfig {
     /// When the server may first send on this subflow.
@@ -65,7 +70,8 @@ pub struct SenderConfig {
     /// instead of keeping the send buffer full.
     pub app_limited: bool,
     /// A bulk application's write size: it writes this much each time the socket is writable
-    /// (iperf3: 128 KiB; the testbed's load generator: 256 KiB); `None`: it fills the buffer.
+    /// (iperf3: 128 KiB; the testbed's load generator: [`DEFAULT_WRITE_CHUNK`]); `None`: it
+    /// fills the buffer.
     pub write_chunk: Option<Bytes>,
     pub subflows: Vec<SubflowConfig>,
     /// How every subflow finds its losses.
