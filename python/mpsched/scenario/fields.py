@@ -219,7 +219,7 @@ def _convert_write_chunk(value: object, info: ValidationInfo) -> object:
         return value
     number = parse_size(value)
     if number < 1:
-        raise ValueError(f"{info.field_name} must be a size > 0 or \"fill\", got {value!r}")
+        raise ValueError(f'{info.field_name} must be a size > 0 or "fill", got {value!r}')
     return number
 
 
