@@ -81,7 +81,7 @@ def served_file(tmp_path: Path):
 def test_a_file_arrives_over_two_paths_with_its_hash(served_file, tmp_path: Path) -> None:
     port, sha = served_file
     out = tmp_path / "got.bin"
-    done = _get(port, "--path", "127.0.0.1", "--path", "127.0.0.2", "--out", str(out), "--json")
+    done = _get(port, "--path", "127.0.0.1", "--path", "127.0.0.2", "--save", str(out), "--json")
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["complete"] and summary["bytes"] == 20_000_000
@@ -95,6 +95,37 @@ def test_a_file_arrives_over_two_paths_with_its_hash(served_file, tmp_path: Path
         assert sf["packets_sent"] > 0 and sf["srtt_ms"] > 0 and sf["rtos"] >= 0, sf
     sent = sum(sf["bytes_sent"] for sf in summary["subflows"])
     assert 20_000_000 <= sent < 1.2 * 20_000_000
+
+
+def test_the_python_api_writes_the_clients_trace_tables(served_file, tmp_path: Path) -> None:
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    import mpsched
+    from mpsched.traces import TABLES, load_run
+
+    port, sha = served_file
+    run_dir = tmp_path / "run"
+    summary = mpsched.get(
+        f"127.0.0.1:{port}", ["127.0.0.1", "127.0.0.2"], secret=SECRET, out=run_dir
+    )
+    assert summary["complete"] and summary["sha256"] == sha
+    assert load_run(run_dir).summary == summary
+    segments = pq.read_table(run_dir / "segments.parquet")
+    assert segments.column_names == [c.name for c in TABLES["segments"][1]]
+    seg = segments.to_pandas()
+    # One row per 1,424-byte segment in data order, the last one short.
+    assert len(seg) == -(-20_000_000 // 1424)
+    assert seg["len_bytes"].sum() == 20_000_000
+    assert (np.diff(seg["dseq"]) == 1).all() and (np.diff(seg["t_delivered_ns"]) >= 0).all()
+    assert (seg["ooo_delay_ns"] == seg["t_delivered_ns"] - seg["t_first_received_ns"]).all()
+    assert set(seg["subflow"]) == {0, 1}
+    # The sending columns are the server's: null here, not made up.
+    assert segments.column("t_first_sent_ns").null_count == len(seg)
+    assert segments.column("transmissions").null_count == len(seg)
+    conn = pq.read_table(run_dir / "connection.parquet").to_pandas()
+    assert len(conn) >= 1 and conn["bytes_delivered"].is_monotonic_increasing
+    assert conn["sndbuf_bytes"].isna().all() and (conn["rcvbuf_bytes"] > 0).all()
 
 
 def test_without_a_secret_the_commands_say_how_to_give_one() -> None:

@@ -12,6 +12,7 @@ from importlib.metadata import PackageNotFoundError, version
 from .api import Result, SchedulerInfo, load_result, run, schedulers
 from .errors import ScenarioError
 from .scenario import Scenario, load, to_native
+from .transport import get, serve
 
 try:
     __version__ = version("mpsched")
@@ -24,9 +25,11 @@ __all__ = [
     "ScenarioError",
     "SchedulerInfo",
     "__version__",
+    "get",
     "load",
     "load_result",
     "run",
     "schedulers",
+    "serve",
     "to_native",
 ]

@@ -94,8 +94,10 @@ def udp_get(
     rcvbuf: int = ...,
     progress: Callable[[int, int | None, list[int]], object] | None = None,
     duration_s: float | None = None,
-) -> str:
-    """Download from an ``mpsched serve``; the summary as JSON."""
+    trace: bool = False,
+) -> tuple[str, dict[str, dict[str, tuple[str, bytes]]] | None]:
+    """Download from an ``mpsched serve``; the summary as JSON and, with ``trace``, the
+    client's trace tables (``segments`` and ``connection``, the columns a receiver sees)."""
 
 def bench_event_queue(events: int = 5_000_000, pending: int = 1024) -> float:
     """Million push/pop pairs per second of a bare binary-heap event loop."""

@@ -44,6 +44,7 @@ __all__ = [
     "link_rate_bps",
     "load_run",
     "mss_bytes",
+    "partial_table",
     "queue_limit_bytes",
     "rates",
     "schema_markdown",
@@ -148,6 +149,26 @@ def table_from_columns(columns: Mapping[str, ColumnData]) -> pa.Table:
             raise RuntimeError(f"trace column {name!r}: unknown dtype {dtype!r}") from None
         arrays[name] = pa.array(np.frombuffer(data, dtype=numpy_dtype))  # type: ignore[arg-type]
     return pa.table(arrays)
+
+
+def partial_table(name: str, columns: Mapping[str, ColumnData]) -> pa.Table:
+    """Trace table ``name`` from the columns one end of a real connection sees (the transport's
+    client has no sending times): the documented schema, in order, with every column it did
+    not see null."""
+    import pyarrow as pa
+
+    known = table_from_columns(columns)
+    _, schema = TABLES[name]
+    unknown = set(known.column_names) - {c.name for c in schema}
+    if unknown:
+        raise RuntimeError(f"trace table {name!r}: undocumented columns {sorted(unknown)}")
+    arrays = [
+        known.column(c.name).cast(_arrow_type(c.dtype))
+        if c.name in known.column_names
+        else pa.nulls(known.num_rows, _arrow_type(c.dtype))
+        for c in schema
+    ]
+    return pa.table(arrays, names=[c.name for c in schema])
 
 
 class TraceLimitError(ScenarioError):

@@ -391,14 +391,16 @@ fn udp_serve(
 }
 
 /// `mpsched get`: downloads from `server` over one path per local address; `progress(bytes,
-/// total or None, [bytes received per path])` about every 100 ms. Returns the summary (JSON);
-/// Ctrl-C stops the download and returns what arrived.
+/// total or None, [bytes received per path])` about every 100 ms. Returns the summary (JSON)
+/// and, with `trace`, the client's trace tables (`{table: {column: (dtype, bytes)}}`, the
+/// columns it can see); Ctrl-C stops the download and returns what arrived.
 #[cfg(target_os = "linux")]
 #[pyfunction]
-#[pyo3(signature = (server, locals, secret, out=None, rcvbuf=6 << 20, progress=None, duration_s=None))]
+#[pyo3(signature = (server, locals, secret, out=None, rcvbuf=6 << 20, progress=None,
+    duration_s=None, trace=false))]
 #[allow(clippy::too_many_arguments)]
-fn udp_get(
-    py: Python<'_>,
+fn udp_get<'py>(
+    py: Python<'py>,
     server: String,
     locals: Vec<String>,
     secret: Vec<u8>,
@@ -406,7 +408,8 @@ fn udp_get(
     rcvbuf: u64,
     progress: Option<PyObject>,
     duration_s: Option<f64>,
-) -> PyResult<String> {
+    trace: bool,
+) -> PyResult<(String, Option<Bound<'py, PyDict>>)> {
     use mpsched_udp::app::{run_get, GetOptions};
     use std::sync::atomic::{AtomicBool, Ordering};
     let server = server
@@ -428,6 +431,7 @@ fn udp_get(
         duration: duration_s
             .filter(|d| d.is_finite() && *d > 0.0)
             .map(std::time::Duration::from_secs_f64),
+        trace,
     };
     let stop = AtomicBool::new(false);
     let interrupted = AtomicBool::new(false);
@@ -462,12 +466,60 @@ fn udp_get(
         return Err(e);
     }
     let json = summary.to_json();
+    let traces = summary
+        .traces
+        .map(|t| get_traces_to_py(py, t))
+        .transpose()?;
     // Ctrl-C: what arrived is reported, marked as interrupted.
-    Ok(if interrupted.load(Ordering::Relaxed) {
+    let json = if interrupted.load(Ordering::Relaxed) {
         format!("{}, \"interrupted\": true}}", &json[..json.len() - 1])
     } else {
         json
-    })
+    };
+    Ok((json, traces))
+}
+
+/// The client's trace tables as `table_from_columns` reads them: `segments` and `connection`
+/// with the columns a receiver sees.
+#[cfg(target_os = "linux")]
+fn get_traces_to_py(
+    py: Python<'_>,
+    t: mpsched_udp::app::GetTraces,
+) -> PyResult<Bound<'_, PyDict>> {
+    let table = |columns: Vec<(&str, Column)>| -> PyResult<Bound<'_, PyDict>> {
+        let d = PyDict::new(py);
+        for (name, col) in &columns {
+            d.set_item(name, column_to_py(py, col)?)?;
+        }
+        Ok(d)
+    };
+    let d = t.delivery;
+    let ooo: Vec<u64> = d
+        .delivered_ns
+        .iter()
+        .zip(&d.first_received_ns)
+        .map(|(a, b)| a.saturating_sub(*b))
+        .collect();
+    let segments = table(vec![
+        ("dseq", Column::U64((0..d.delivered_ns.len() as u64).collect())),
+        ("len_bytes", Column::U32(d.len_bytes)),
+        ("subflow", Column::U8(d.subflow)),
+        ("t_first_received_ns", Column::U64(d.first_received_ns)),
+        ("t_delivered_ns", Column::U64(d.delivered_ns)),
+        ("ooo_delay_ns", Column::U64(ooo)),
+    ])?;
+    let connection = table(vec![
+        ("t_ns", Column::U64(t.t_ns)),
+        ("reorder_bytes", Column::U64(t.reorder_bytes)),
+        ("rcvbuf_used_bytes", Column::U64(t.rcvbuf_used_bytes)),
+        ("rcvbuf_bytes", Column::U64(t.rcvbuf_bytes)),
+        ("rwnd_bytes", Column::U64(t.rwnd_bytes)),
+        ("bytes_delivered", Column::U64(t.bytes_delivered)),
+    ])?;
+    let out = PyDict::new(py);
+    out.set_item("segments", segments)?;
+    out.set_item("connection", connection)?;
+    Ok(out)
 }
 
 #[pymodule]

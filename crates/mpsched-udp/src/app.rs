@@ -8,6 +8,7 @@ use crate::session::Psk;
 use crate::source::{FileSource, Pattern, Source};
 use crate::wire::SubflowStats;
 use mpsched_core::sched::SchedParams;
+use mpsched_core::trace::DeliveryTrace;
 use sha2::{Digest, Sha256};
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -70,6 +71,37 @@ pub struct GetOptions {
     pub rcvbuf: u64,
     /// Stop after this long (a bulk stream measured for a while).
     pub duration: Option<std::time::Duration>,
+    /// Keep the trace tables the client sees (`GetSummary::traces`).
+    pub trace: bool,
+}
+
+/// The trace tables the client can see (docs/traces.md): `segments`' receiving columns, one
+/// row per data segment in data order, and `connection`'s receiving columns about every
+/// 100 ms. The sending columns (transmissions, first sent, the send buffer) are the server's.
+/// The rows stay in memory until the end: 21 bytes per 1,424-byte segment.
+#[derive(Clone, Debug, Default)]
+pub struct GetTraces {
+    pub delivery: DeliveryTrace,
+    pub t_ns: Vec<u64>,
+    pub reorder_bytes: Vec<u64>,
+    pub rcvbuf_used_bytes: Vec<u64>,
+    pub rcvbuf_bytes: Vec<u64>,
+    pub rwnd_bytes: Vec<u64>,
+    pub bytes_delivered: Vec<u64>,
+}
+
+impl GetTraces {
+    fn sample(&mut self, client: &Client, now: mpsched_core::Time) {
+        let Some(rx) = client.receiver() else {
+            return;
+        };
+        self.t_ns.push(now.0);
+        self.reorder_bytes.push(rx.reorder_bytes());
+        self.rcvbuf_used_bytes.push(rx.held_bytes());
+        self.rcvbuf_bytes.push(rx.rcvbuf());
+        self.rwnd_bytes.push(rx.rwnd());
+        self.bytes_delivered.push(client.delivered_bytes());
+    }
 }
 
 /// What `get` reports.
@@ -92,6 +124,8 @@ pub struct GetSummary {
     pub receiver_json: String,
     /// The server's counters per subflow (`None` if they did not arrive).
     pub server: Option<Vec<SubflowStats>>,
+    /// With `GetOptions::trace`.
+    pub traces: Option<GetTraces>,
 }
 
 impl GetSummary {
@@ -188,6 +222,7 @@ pub fn run_get(
         ClientConfig {
             paths: sockets.len(),
             rcvbuf: opts.rcvbuf,
+            trace: opts.trace,
             ..ClientConfig::default()
         },
         clock.now(),
@@ -195,6 +230,7 @@ pub fn run_get(
     let mut hash = Sha256::new();
     let mut timeline: Vec<(f64, u64, Vec<u64>)> = Vec::new();
     let mut bytes = 0u64;
+    let mut traces = opts.trace.then(GetTraces::default);
     run_client(
         &sockets,
         &mut client,
@@ -218,6 +254,9 @@ pub fn run_get(
                 client.delivered_bytes(),
                 client.bytes_received.clone(),
             ));
+            if let Some(t) = traces.as_mut() {
+                t.sample(client, now);
+            }
             tick(client, now);
         },
     )
@@ -227,6 +266,9 @@ pub fn run_get(
     }
     let end = clock.now();
     let duration_s = end.as_secs_f64();
+    if let (Some(t), Some(d)) = (traces.as_mut(), client.take_delivery()) {
+        t.delivery = d;
+    }
     let receiver_json = client.receiver().map_or_else(
         || r#""bytes_delivered": 0"#.to_string(),
         |rx| {
@@ -264,6 +306,7 @@ pub fn run_get(
         malformed: client.drops.malformed,
         unauthenticated: client.drops.unauthenticated,
         replayed: client.drops.replayed,
+        traces,
     })
 }
 

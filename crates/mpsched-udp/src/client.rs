@@ -8,6 +8,7 @@ use crate::wire::{Frame, Header, Kind, SubflowStats, MAX_DATAGRAM};
 use mpsched_core::conn::{Receiver, ReceiverConfig, Stack};
 use mpsched_core::jiffies::Jiffies;
 use mpsched_core::packet::{Ack, Packet, Payload, SackBlock, MAX_SACK_BLOCKS};
+use mpsched_core::trace::DeliveryTrace;
 use mpsched_core::units::{wire, Bytes};
 use mpsched_core::{Dur, Time};
 use std::collections::{HashMap, VecDeque};
@@ -21,6 +22,8 @@ pub struct ClientConfig {
     pub paths: usize,
     pub rcvbuf: u64,
     pub stack: Stack,
+    /// Record each data segment's arrival and delivery (`Client::take_delivery`).
+    pub trace: bool,
 }
 
 impl Default for ClientConfig {
@@ -29,6 +32,7 @@ impl Default for ClientConfig {
             paths: 1,
             rcvbuf: 6 << 20,
             stack: Stack::Upstream,
+            trace: false,
         }
     }
 }
@@ -135,6 +139,14 @@ impl Client {
         self.receiver.as_ref()
     }
 
+    /// The data segments delivered since the last call, in data order (with `trace` on).
+    pub fn take_delivery(&mut self) -> Option<DeliveryTrace> {
+        self.receiver
+            .as_mut()
+            .and_then(|rx| rx.trace.as_mut())
+            .map(std::mem::take)
+    }
+
     /// The next bytes of the stream, in order.
     pub fn read(&mut self) -> Option<Vec<u8>> {
         self.ready.pop_front()
@@ -206,7 +218,7 @@ impl Client {
                         stack: self.cfg.stack,
                         total: self.total.map(Bytes),
                         jiffies: Jiffies::EXACT,
-                        trace: false,
+                        trace: self.cfg.trace,
                     }));
                 }
                 let p = &mut self.paths[path];
