@@ -482,10 +482,7 @@ fn udp_get<'py>(
 /// The client's trace tables as `table_from_columns` reads them: `segments` and `connection`
 /// with the columns a receiver sees.
 #[cfg(target_os = "linux")]
-fn get_traces_to_py(
-    py: Python<'_>,
-    t: mpsched_udp::app::GetTraces,
-) -> PyResult<Bound<'_, PyDict>> {
+fn get_traces_to_py(py: Python<'_>, t: mpsched_udp::app::GetTraces) -> PyResult<Bound<'_, PyDict>> {
     let table = |columns: Vec<(&str, Column)>| -> PyResult<Bound<'_, PyDict>> {
         let d = PyDict::new(py);
         for (name, col) in &columns {
@@ -501,7 +498,10 @@ fn get_traces_to_py(
         .map(|(a, b)| a.saturating_sub(*b))
         .collect();
     let segments = table(vec![
-        ("dseq", Column::U64((0..d.delivered_ns.len() as u64).collect())),
+        (
+            "dseq",
+            Column::U64((0..d.delivered_ns.len() as u64).collect()),
+        ),
         ("len_bytes", Column::U32(d.len_bytes)),
         ("subflow", Column::U8(d.subflow)),
         ("t_first_received_ns", Column::U64(d.first_received_ns)),
