@@ -1,8 +1,11 @@
 //! The real-time driver: the OS clock mapped onto the core's time, UDP sockets (the server's
 //! one; the client's one per path, each bound to its own local address so that each takes
 //! its own route), and a wait on the sockets with the next timer as deadline (`ppoll`, to the
-//! nanosecond; the kernel's timer slack, 50 us, is the precision).
+//! nanosecond; the kernel's timer slack, 50 us, is the precision). Datagrams go in and out
+//! in batches (`recvmmsg`/`sendmmsg`, up to `batch::BATCH` per system call; runs to one
+//! destination as one GSO message, and received as one with GRO, where the kernel offers it).
 
+use crate::batch::{self, RecvBatch, SendBatch};
 use crate::client::Client;
 use crate::server::Server;
 use mpsched_core::Time;
@@ -115,7 +118,8 @@ pub fn serve(
     socket.set_nonblocking(true)?;
     enlarge_buffers(socket);
     let clock = Clock::start();
-    let mut buf = vec![0u8; 65_536];
+    let mut rx = RecvBatch::new(batch::enable_gro(socket));
+    let mut tx = SendBatch::new();
     let mut last_tick = clock.now();
     while !stop.load(Ordering::Relaxed) {
         if clock.now().0 - last_tick.0 >= 100_000_000 {
@@ -129,8 +133,21 @@ pub fn serve(
             Duration::from_millis(100),
         )?;
         loop {
-            match socket.recv_from(&mut buf) {
-                Ok((n, from)) => server.handle(clock.now(), from, &buf[..n]),
+            match rx.recv(socket) {
+                Ok(_) => {
+                    for d in rx.iter() {
+                        match d.from {
+                            Some(from) if !d.truncated => server.handle(clock.now(), from, d.data),
+                            // Longer than any datagram of the wire format, or from no IP
+                            // address: dropped and counted, never parsed in part.
+                            _ => server.drops.malformed += 1,
+                        }
+                    }
+                    if !rx.is_full() {
+                        // Drained (what arrives meanwhile wakes the next wait at once).
+                        break;
+                    }
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 // A refused send toward a client that left shows up here: not the server's end.
@@ -143,30 +160,60 @@ pub fn serve(
             server.handle_timeout(now);
         }
         while let Some((to, d)) = server.poll_transmit() {
-            send(socket.send_to(&d, to))?;
+            tx.push(Some(to), d);
+            if tx.is_full() {
+                tx.flush(socket)?;
+            }
         }
+        tx.flush(socket)?;
     }
     Ok(())
 }
 
-/// A send that the network refused is a lost datagram, as on the wire; other errors stop.
-fn send(r: io::Result<usize>) -> io::Result<()> {
-    match r {
-        Ok(_) => Ok(()),
-        Err(e)
-            if matches!(
-                e.kind(),
-                io::ErrorKind::WouldBlock
-                    | io::ErrorKind::ConnectionRefused
-                    | io::ErrorKind::NetworkUnreachable
-                    | io::ErrorKind::HostUnreachable
-                    | io::ErrorKind::AddrNotAvailable
-            ) || e.raw_os_error() == Some(libc::ENETDOWN)
-                || e.raw_os_error() == Some(libc::ENOBUFS) =>
-        {
-            Ok(())
+/// Sends what the client has to send, batched per path's socket; a send that the network
+/// refused is a lost datagram, as on the wire (`batch::is_loss`); other errors stop.
+fn transmit(client: &mut Client, sockets: &[UdpSocket], tx: &mut [SendBatch]) -> io::Result<()> {
+    while let Some((p, d)) = client.poll_transmit() {
+        tx[p].push(None, d);
+        if tx[p].is_full() {
+            tx[p].flush(&sockets[p])?;
         }
-        Err(e) => Err(e),
+    }
+    for (t, s) in tx.iter_mut().zip(sockets) {
+        t.flush(s)?;
+    }
+    Ok(())
+}
+
+/// Hands what waits on path `p`'s socket to the client; `Err` for an error that stops.
+fn receive(
+    client: &mut Client,
+    clock: &Clock,
+    p: usize,
+    socket: &UdpSocket,
+    rx: &mut RecvBatch,
+) -> io::Result<()> {
+    loop {
+        match rx.recv(socket) {
+            Ok(_) => {
+                for d in rx.iter() {
+                    if d.truncated {
+                        // Longer than any datagram of the wire format: never parsed in part.
+                        client.drops.malformed += 1;
+                    } else {
+                        client.handle(clock.now(), p, d.data);
+                    }
+                }
+                if !rx.is_full() {
+                    return Ok(());
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            // The server's port refused (ICMP): that path's datagrams are lost.
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => return Ok(()),
+            Err(e) => return Err(e),
+        }
     }
 }
 
@@ -198,7 +245,13 @@ pub fn run_client(
     mut sink: impl FnMut(&[u8]) -> io::Result<()>,
     mut tick: impl FnMut(&Client, Time),
 ) -> io::Result<()> {
-    let mut buf = vec![0u8; 65_536];
+    // Runs of datagrams received as one where the kernel offers it (any socket with GRO
+    // needs the large slots).
+    let gro = sockets
+        .iter()
+        .fold(false, |any, s| batch::enable_gro(s) | any);
+    let mut rx = RecvBatch::new(gro);
+    let mut tx: Vec<SendBatch> = sockets.iter().map(|_| SendBatch::new()).collect();
     let refs: Vec<&UdpSocket> = sockets.iter().collect();
     let mut last_tick = clock.now();
     loop {
@@ -206,9 +259,7 @@ pub fn run_client(
         if client.poll_timeout().is_some_and(|t| t <= now) {
             client.handle_timeout(now);
         }
-        while let Some((p, d)) = client.poll_transmit() {
-            send(sockets[p].send(&d))?;
-        }
+        transmit(client, sockets, &mut tx)?;
         while let Some(bytes) = client.read() {
             sink(&bytes)?;
         }
@@ -224,16 +275,13 @@ pub fn run_client(
             tick(client, now);
             // Done: say so, and wait a little for the server's counters.
             client.close();
-            while let Some((p, d)) = client.poll_transmit() {
-                send(sockets[p].send(&d))?;
-            }
+            transmit(client, sockets, &mut tx)?;
             let end = now + mpsched_core::Dur::from_millis(500);
             while client.server_stats().is_none() && clock.now() < end {
                 wait(&refs, clock, Some(end), Duration::from_millis(100))?;
                 for (p, s) in sockets.iter().enumerate() {
-                    while let Ok(n) = s.recv(&mut buf) {
-                        client.handle(clock.now(), p, &buf[..n]);
-                    }
+                    // An error here ends nothing: the stream is done.
+                    let _ = receive(client, clock, p, s, &mut rx);
                 }
             }
             return Ok(());
@@ -247,16 +295,7 @@ pub fn run_client(
         };
         wait(&refs, clock, deadline, Duration::from_millis(100))?;
         for (p, s) in sockets.iter().enumerate() {
-            loop {
-                match s.recv(&mut buf) {
-                    Ok(n) => client.handle(clock.now(), p, &buf[..n]),
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    // The server's port refused (ICMP): that path's datagrams are lost.
-                    Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => break,
-                    Err(e) => return Err(e),
-                }
-            }
+            receive(client, clock, p, s, &mut rx)?;
         }
     }
 }

@@ -8,6 +8,7 @@
 
 pub mod amplify;
 pub mod app;
+mod batch;
 pub mod client;
 pub mod convert;
 pub mod driver;
