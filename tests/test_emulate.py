@@ -218,6 +218,22 @@ def test_congestion_controls_the_kernel_lacks_are_refused() -> None:
         emulate(config)
 
 
+def test_the_kernels_timer_phase_follows_from_one_reading(tmp_path: Path) -> None:
+    from mpsched.testbed.kernel import PHASE_PERIOD_TICKS, timer_phase_ns
+
+    # At 1,000.001 s of CLOCK_MONOTONIC jiffies read 7 (250 Hz: 4 ms ticks on multiples of 4 ms).
+    listing = tmp_path / "timer_list"
+    listing.write_text("Timer List Version: v0.10\nnow at 1000001000000 nsecs\n\njiffies: 7\n")
+    # 10 ms later: two ticks on (1,000.004 and 1,000.008), 2 ms into the third.
+    assert timer_phase_ns(1_000_011_000_000, 250, listing) == 9 * 4_000_000 + 3_000_000
+    # The phase wraps with the wheel's coarsest level.
+    later = 1_000_001_000_000 + PHASE_PERIOD_TICKS * 4_000_000
+    assert timer_phase_ns(later, 250, listing) == 7 * 4_000_000 + 1_000_000
+    # A reading within 0.2 ms of a tick is ambiguous: read again (here, always: none).
+    listing.write_text("now at 1000000100000 nsecs\njiffies: 7\n")
+    assert timer_phase_ns(1_000_011_000_000, 250, listing) is None
+
+
 def test_unknown_kernel_scheduler_is_refused() -> None:
     config = _scenario('rate = "30Mbps"\nrtt = "40ms"', **{"connection.protocol": "mptcp"})
     with pytest.raises(ScenarioError, match=r"net\.mptcp\.available_schedulers"):

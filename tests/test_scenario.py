@@ -33,6 +33,7 @@ STMS_NATIVE: dict[str, Any] = {
     "stack": "upstream",
     "loss_recovery": "linux",
     "timer_hz": 250,
+    "timer_phase_ns": 0,
     "workload": {"kind": "bulk"},
     "write_chunk_bytes": 262144,
     "paths": [

@@ -22,15 +22,26 @@ pub const KERNEL_HZ: [u32; 4] = [100, 250, 300, 1000];
 /// `KERNEL_HZ`'s default: the testbed's kernel and the main distributions'.
 pub const DEFAULT_HZ: u32 = 250;
 
-/// A kernel's timer clock: its tick, or none (timers run exactly when asked).
+/// A kernel's timer clock: its tick, or none (timers run exactly when asked), and where the
+/// kernel's jiffies stood when the run's clock read zero.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Jiffies {
     tick_ns: u64,
+    /// The kernel's clock at time zero: jiffies x tick + the time since the last tick, modulo
+    /// `PHASE_PERIOD` ticks. The wheel rounds on absolute jiffies, so the same wait ends on a
+    /// different tick from one boot (or one second) to the next.
+    offset_ns: u64,
 }
+
+/// The wheel's coarsest rounding (level 8: 2^24 ticks); a phase matters only modulo it.
+pub const PHASE_PERIOD_TICKS: u64 = 1 << (LEVEL_SHIFT * (LEVELS - 1));
 
 impl Jiffies {
     /// Timers at the nanosecond asked for (a tickless idealisation; tests of closed forms).
-    pub const EXACT: Jiffies = Jiffies { tick_ns: 0 };
+    pub const EXACT: Jiffies = Jiffies {
+        tick_ns: 0,
+        offset_ns: 0,
+    };
 
     /// `CONFIG_HZ = hz`; 0 for `EXACT`.
     pub const fn hz(hz: u32) -> Jiffies {
@@ -40,6 +51,19 @@ impl Jiffies {
             } else {
                 1_000_000_000 / hz as u64
             },
+            offset_ns: 0,
+        }
+    }
+
+    /// The same clock with the kernel's jiffies at `phase` (jiffies x tick + the time since
+    /// the last tick) when the run starts; what a kernel run recorded (`mpsched emulate`).
+    pub fn with_phase(self, phase: Dur) -> Jiffies {
+        if self.is_exact() {
+            return self;
+        }
+        Jiffies {
+            offset_ns: phase.0 % (PHASE_PERIOD_TICKS * self.tick_ns),
+            ..self
         }
     }
 
@@ -70,7 +94,7 @@ impl Jiffies {
         if self.is_exact() {
             return now + after;
         }
-        let clk = now.0 / self.tick_ns;
+        let clk = (now.0 + self.offset_ns) / self.tick_ns;
         let delta = after.0.div_ceil(self.tick_ns);
         let mut level = 0;
         while level + 1 < LEVELS && delta >= LEVEL_START << (LEVEL_SHIFT * level) {
@@ -78,7 +102,11 @@ impl Jiffies {
         }
         let shift = LEVEL_SHIFT * level;
         let bucket = (((clk + delta) >> shift) + 1) << shift;
-        Time(bucket.saturating_mul(self.tick_ns))
+        Time(
+            bucket
+                .saturating_mul(self.tick_ns)
+                .saturating_sub(self.offset_ns),
+        )
     }
 }
 
@@ -127,6 +155,23 @@ mod tests {
         );
         // 600 ticks are level 2 (64-tick buckets): bucket 640.
         assert_eq!(HZ250.expiry(Time::ZERO, ms(2400)), Time::ZERO + ms(2560));
+    }
+
+    #[test]
+    fn the_wheel_rounds_on_the_kernels_own_jiffies() {
+        // 600 ticks from jiffy 32 end at jiffy 632: bucket 640, 608 ticks after the start
+        // (2.432 s) where from jiffy 0 they take 640 (2.56 s).
+        let phased = HZ250.with_phase(ms(4 * 32));
+        assert_eq!(phased.expiry(Time::ZERO, ms(2400)), Time::ZERO + ms(2432));
+        // A phase within a tick moves the ticks themselves: 1 ms past jiffy 0, a 1-ms timer
+        // (1 tick) runs at jiffy 2, 7 ms away rather than 8.
+        let sub_tick = HZ250.with_phase(ms(1));
+        assert_eq!(sub_tick.expiry(Time::ZERO, ms(1)), Time::ZERO + ms(7));
+        assert_eq!(HZ250.expiry(Time::ZERO, ms(1)), Time::ZERO + ms(8));
+        // Whole wheel periods change nothing; exact timers ignore a phase.
+        let period = Dur(PHASE_PERIOD_TICKS * 4_000_000);
+        assert_eq!(HZ250.with_phase(period + ms(128)), phased);
+        assert_eq!(Jiffies::EXACT.with_phase(ms(7)), Jiffies::EXACT);
     }
 
     #[test]

@@ -77,6 +77,7 @@ pub fn scenario(paths: Vec<PathConfig>, scheduler: &str, duration_ns: u64) -> Co
         stack: StackName::Upstream,
         loss_recovery: Default::default(),
         timer_hz: mpsched_core::jiffies::DEFAULT_HZ,
+        timer_phase_ns: 0,
         workload: Workload::Bulk,
         write_chunk_bytes: Some(mpsched_core::conn::DEFAULT_WRITE_CHUNK.0),
         paths,

@@ -49,6 +49,10 @@ pub struct Config {
     /// Linux's timer wheel rounds them; 0 runs them exactly.
     #[serde(default = "default_timer_hz")]
     pub timer_hz: u32,
+    /// Where the kernels' jiffies stand at time zero (jiffies x tick + the time since the last
+    /// tick): their timer wheel rounds on it. A kernel run records it (`mpsched emulate`).
+    #[serde(default)]
+    pub timer_phase_ns: u64,
     pub workload: Workload,
     /// A bulk or file application's write size (`workload.write_chunk`): it writes this much
     /// each time the socket is writable; `None` (`"fill"`): it fills the send buffer.
@@ -471,6 +475,7 @@ impl Config {
     /// The kernels' timer clock.
     pub fn jiffies(&self) -> mpsched_core::jiffies::Jiffies {
         mpsched_core::jiffies::Jiffies::hz(self.timer_hz)
+            .with_phase(mpsched_core::Dur(self.timer_phase_ns))
     }
 
     pub fn window_ratio_256(&self) -> Option<u32> {

@@ -108,15 +108,25 @@ fn upstream_stalls_until_wifi_is_stale_then_lte_carries_everything() {
         in_order < 300_000,
         "{in_order} B delivered before WiFi went stale"
     );
-    // Five firings of the connection's timer later WiFi is stale and LTE takes everything:
-    // from 8 s to the return it delivers at its payload rate.
-    let [w, l] = delivered(&out, 8 * S, 10 * S);
+    // Five firings of the connection's timer later WiFi is stale: everything not Data-ACKed
+    // is pushed again, behind what LTE's own queue holds, which LTE sends first (the kernel
+    // does both). The stream resumes within the second after the mark, and from 9 s to the
+    // return LTE delivers at its payload rate.
+    let [w, l] = delivered(&out, 8 * S, 9 * S);
     assert_eq!(w, 0);
     assert!(
-        l > 2 * 3_560_000 * 9 / 10,
-        "LTE delivered {l} B after the stale mark"
+        l > 1_000_000,
+        "LTE delivered {l} B in the second after the stale mark"
     );
-    assert!(s.reinjections > 0);
+    let [w, l] = delivered(&out, 9 * S, 10 * S);
+    assert_eq!(w, 0);
+    assert!(l > 3_560_000 * 9 / 10, "LTE delivered {l} B from 9 s");
+    // What is pushed again includes what LTE itself had in flight and queued: it goes twice,
+    // so LTE resends more than WiFi held (~140 in flight, ~450 queued). The kernel's client
+    // counted 1,986 duplicate segments (MPTcpExtDuplicateData) in a run of
+    // scenarios/wifi-outage.toml; before this was modelled, the model resent 121.
+    let lte = &s.subflows[1];
+    assert!(lte.reinjections > 800, "LTE resent {}", lte.reinjections);
     let back = wifi_back(&out);
     assert!(back < 10 * S + 5_200 * MS + 100 * MS, "WiFi back at {back}");
 }

@@ -154,6 +154,12 @@ class Connection(_Model):
     at 250 Hz an RTO backed off four times from 260 ms fires 4.35 s later, not 4.16 s. `0`: every
     timer runs exactly when it asks.
     """
+    timer_phase: NonNegativeDuration = "0s"  # type: ignore[assignment]
+    """Where the kernels' jiffies stand at time zero (jiffies x tick + the time since the last
+    tick; only its value modulo 2^24 ticks matters). The wheel rounds on absolute jiffies, so
+    a backed-off RTO of 520 ticks ends anywhere within a 64-tick (256 ms) bucket depending on
+    it. `mpsched emulate` records each kernel run's (`kernel.timer_phase`) to replay it here.
+    """
     paths: list[Name] | None = None
     """Unset: all paths, in file order. The paths the connection uses, in this order."""
     scheduler_params: dict[str, Param] = Field(default_factory=dict)

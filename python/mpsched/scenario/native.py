@@ -215,6 +215,7 @@ def to_native(scenario: Scenario) -> dict[str, Any]:
         "stack": connection.stack,
         "loss_recovery": connection.loss_recovery,
         "timer_hz": connection.timer_hz,
+        "timer_phase_ns": connection.timer_phase,
         "workload": workload,
         "write_chunk_bytes": None
         if scenario.workload.write_chunk == "fill"

@@ -6,10 +6,12 @@ from __future__ import annotations
 import functools
 import gzip
 import os
+import re
 import secrets
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -90,6 +92,37 @@ def kernel_hz() -> int | None:
                     return int(line.split("=", 1)[1])
     except (OSError, ValueError):
         return None
+    return None
+
+
+# The timer wheel's coarsest rounding (2^24 ticks): a phase matters only modulo it.
+PHASE_PERIOD_TICKS = 1 << 24
+
+
+def timer_phase_ns(epoch_ns: int, hz: int, source: Path = Path("/proc/timer_list")) -> int | None:
+    """Where the kernel's jiffies stand at ``epoch_ns`` (CLOCK_MONOTONIC): jiffies x tick + the
+    time since the last tick, modulo 2^24 ticks (``connection.timer_phase``).
+
+    Read from ``/proc/timer_list`` (root): its ``now at T nsecs`` and the first CPU's
+    ``jiffies``. The periodic tick lands on multiples of the tick in CLOCK_MONOTONIC (the
+    kernel aligns it), so jiffies at any instant follow from one reading. A reading within
+    0.2 ms of a tick may have seen jiffies before or after it: read again.
+    """
+    tick = 1_000_000_000 // hz
+    for _ in range(5):
+        try:
+            text = source.read_text()
+        except OSError:
+            return None
+        now = re.search(r"^now at (\d+) nsecs", text, re.M)
+        jiffies = re.search(r"^jiffies: (\d+)", text, re.M)
+        if now is None or jiffies is None:
+            return None
+        t, j = int(now.group(1)), int(jiffies.group(1))
+        if 200_000 <= t % tick <= tick - 200_000:
+            at_epoch = j + epoch_ns // tick - t // tick
+            return (at_epoch % PHASE_PERIOD_TICKS) * tick + epoch_ns % tick
+        time.sleep(0.001)
     return None
 
 

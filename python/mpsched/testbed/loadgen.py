@@ -259,7 +259,7 @@ def _acked(sock: socket.socket, protocol: str) -> bool:
 
 
 SAMPLED = ("snd_cwnd", "snd_ssthresh", "rtt_us", "snd_wnd", "bytes_sent", "total_retrans",
-           "unacked", "ca_state", "notsent_bytes", "pacing_rate")  # fmt: skip
+           "unacked", "ca_state", "notsent_bytes", "pacing_rate", "rto_us")  # fmt: skip
 
 
 SIOCOUTQ = 0x5411  # bytes written and not yet acknowledged (MPTCP: at the data level)

@@ -13,7 +13,13 @@ from typing import Any
 
 from ..scenario import Scenario, load, to_native
 from .headers import HEADER_TRACE_ROWS, header_tables, pop_headers
-from .kernel import TestbedError, check_kernel_support, missing_capabilities
+from .kernel import (
+    TestbedError,
+    check_kernel_support,
+    kernel_hz,
+    missing_capabilities,
+    timer_phase_ns,
+)
 from .netns import PORT, SERVER_ADDR, Testbed, client_addr, read_line
 from .summary import summarize
 
@@ -122,6 +128,8 @@ def emulate(
         read_line(client.stdout, 15.0, client, "load generator (client)")
         epoch = time.monotonic_ns() + 50_000_000
         bed.set_epoch(epoch)
+        hz = kernel_hz()
+        phase = timer_phase_ns(epoch, hz) if hz else None
         addresses = bed.address_changes(epoch)
         for proc in (server, client):
             assert proc.stdin is not None
@@ -144,6 +152,9 @@ def emulate(
         kernel_scheduler=sched,
         wall_s=time.perf_counter() - start,
     )
+    if phase is not None:
+        # The kernel's timer wheel at the epoch: `--set connection.timer_phase=...ns` replays it.
+        summary["kernel"]["timer_phase_ns"] = phase
     if addresses:
         # When each path's address went away or came back, as the testbed applied it.
         summary["kernel"]["address_changes"] = list(addresses)

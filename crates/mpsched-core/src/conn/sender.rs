@@ -386,9 +386,9 @@ impl Sender {
             }
         }
         self.data.una = target;
+        let outstanding = self.data.una < self.msk_sent_end();
         if let Some(m) = self.msk_rtx.as_mut() {
             // The Data ACK advanced: the timer restarts (`__mptcp_clean_una`).
-            let outstanding = self.data.una < self.data.first_unsent.max(self.data.una);
             m.reset(now, outstanding);
         }
         self.stats.data_ack_steps.record(step);
@@ -445,8 +445,11 @@ impl Sender {
         let una = self.data.una;
         let held: Vec<u64> = if self.msk_rtx.is_some() {
             self.shared.rewound = true;
-            (una..self.data.first_unsent.max(una))
-                .filter(|&d| self.data.get(d).is_some_and(|s| s.transmissions > 0))
+            let pushed_end = self.sched.pushed_end();
+            (una..self.msk_sent_end())
+                .filter(|&d| {
+                    d < pushed_end || self.data.get(d).is_some_and(|s| s.transmissions > 0)
+                })
                 .collect()
         } else {
             self.subflows[i]
@@ -514,7 +517,8 @@ impl Sender {
     /// Upstream's connection-level retransmit timer fired (`__mptcp_retrans`).
     fn msk_retransmit(&mut self, now: Time) {
         let una = self.data.una;
-        let sent_end = self.data.first_unsent.max(una);
+        let sent_end = self.msk_sent_end();
+        let pushed_end = self.sched.pushed_end();
         self.fill_now_views(now);
         let m = self.msk_rtx.as_mut().expect("upstream");
         if una >= sent_end {
@@ -537,7 +541,8 @@ impl Sender {
         };
         for d in una..end {
             if let Some(s) = self.data.get_mut(d) {
-                if s.transmissions > 0 && !s.queued_for_reinjection {
+                // What a subflow's queue holds counts as sent (`already_sent`).
+                if (s.transmissions > 0 || d < pushed_end) && !s.queued_for_reinjection {
                     s.queued_for_reinjection = true;
                     self.shared.reinject.push_back(d);
                 }
@@ -832,6 +837,15 @@ impl Sender {
                 t.packets.push(n);
             }
         }
+    }
+
+    /// Every segment below this has gone to a subflow (`msk->snd_nxt`): sent, or, with
+    /// upstream's scheduler, handed to a subflow's queue.
+    fn msk_sent_end(&self) -> u64 {
+        self.data
+            .first_unsent
+            .max(self.sched.pushed_end())
+            .max(self.data.una)
     }
 
     /// Bytes written by the application and not yet Data-ACKed (send-buffer occupancy).

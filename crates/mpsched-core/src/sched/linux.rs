@@ -68,6 +68,8 @@ pub struct LinuxSched {
     /// The subflow a data fragment is being retransmitted on, and the segments of it left:
     /// `__mptcp_retrans` sends a whole fragment on the idle subflow it picked.
     retrans_on: Option<(usize, u64)>,
+    /// Everything not Data-ACKed is being pushed again (a subflow went stale or closed).
+    rewinding: bool,
 }
 
 /// Segments of one data fragment (a 32 KiB page fragment).
@@ -131,12 +133,14 @@ impl LinuxSched {
         idle(false).or_else(|| idle(true))
     }
 
-    /// The head of the queue of a subflow with window room (`tcp_push`).
+    /// The head of the queue of a subflow with window room (`tcp_push`). What a subflow's
+    /// queue holds goes out even if another copy went first (a TCP write queue does not look
+    /// at the connection); a copy after the first is a reinjection.
     fn sendable(&mut self, ctx: &SchedCtx) -> Option<Decision> {
         for v in ctx.subflows().iter().filter(|v| Self::can_send(v)) {
             let q = &mut self.queues[v.id];
             while let Some(&dseq) = q.front() {
-                if dseq < ctx.data_una() || !ctx.sent_on(dseq).is_empty() {
+                if dseq < ctx.data_una() {
                     q.pop_front();
                     continue;
                 }
@@ -144,10 +148,15 @@ impl LinuxSched {
                     break;
                 }
                 q.pop_front();
+                let reason = if ctx.sent_on(dseq).is_empty() {
+                    Reason::New
+                } else {
+                    Reason::Reinjection
+                };
                 return Some(Decision {
                     dseq,
                     subflows: SubflowSet::one(v.id),
-                    reason: Reason::New,
+                    reason,
                 });
             }
         }
@@ -215,7 +224,18 @@ impl Scheduler for LinuxSched {
                 self.next_new = self.next_new.min(first);
             }
         }
-        for dseq in ctx.reinject_queue() {
+        // A stale or closed subflow: `__mptcp_retransmit_pending_data` moves the send head back
+        // to the Data ACK, and every fragment is pushed again as pending data, behind what the
+        // subflows' queues already hold (which they send first, and then again).
+        if ctx.rewound() {
+            if !self.rewinding {
+                self.rewinding = true;
+                self.next_new = ctx.data_una();
+            }
+        } else {
+            self.rewinding = false;
+        }
+        for dseq in ctx.reinject_queue().take_while(|_| !self.rewinding) {
             let carried = ctx.sent_on(dseq);
             let views = ctx.subflows();
             let free = |j: usize| Self::can_send(&views[j]) && !carried.contains(j);
@@ -225,8 +245,6 @@ impl Scheduler for LinuxSched {
                     self.retrans_on = Some((j, left - 1));
                     Some(j)
                 }
-                // Everything is pending again: any active subflow with room takes it.
-                _ if ctx.rewound() => views.iter().map(|v| v.id).find(|&j| free(j)),
                 _ => self.pick_retrans(views, carried).inspect(|&j| {
                     self.retrans_on = Some((j, DFRAG_SEGS - 1));
                 }),
@@ -239,14 +257,10 @@ impl Scheduler for LinuxSched {
                 });
             }
         }
-        loop {
-            if let Some(d) = self.sendable(ctx) {
-                return Some(d);
-            }
-            if !self.push_burst(ctx) {
-                return None;
-            }
-        }
+        // `__mptcp_push_pending`: bursts go out while the chosen subflow's buffer has room,
+        // not only what a window needs now; the rest waits in that subflow's queue.
+        while self.push_burst(ctx) {}
+        self.sendable(ctx)
     }
 }
 
