@@ -202,3 +202,18 @@ def test_bench_scenario_rows_are_medians_of_repeated_runs(native: ModuleType) ->
     )
     with pytest.raises(ValueError, match="unknown scenario 'z'"):
         native.bench_scenarios(["z"])
+
+
+def test_upstreams_send_buffer_shrinks_with_a_closed_subflow(native: ModuleType) -> None:
+    # `__mptcp_sync_sndbuf`: the connection's send buffer is the sum of its subflows'. The
+    # kernel's in scenarios/wifi-removed.toml (`ss -Mm`): 3.23 MB on LTE alone after Wi-Fi's
+    # address went at 10 s, 4.07 MB with both once it was back.
+    result = mpsched.run(
+        SCENARIOS / "wifi-removed.toml",
+        trace=True,
+        **{"connection.scheduler": "linux", "duration": "16s"},
+    )
+    conn = result.connection.set_index("t_ns")["sndbuf_bytes"]
+    before = conn[conn.index < 10_000_000_000].iloc[-1]
+    after = conn[conn.index >= 13_000_000_000].iloc[0]
+    assert after < 0.9 * before, (before, after)

