@@ -31,13 +31,17 @@
 //!   subflow's buffer is its autotuned `sndbuf` (`SubflowView::sndbuf`).
 //! - Pushing happens when the connection consults its scheduler, i.e. when some subflow has
 //!   window room; the kernel also pushes when the application writes or a Data ACK opens the
-//!   window while every window is full. The lingers it would compare then are the ones here
-//!   a little later.
+//!   window while every window is full. Each push hands out bursts until the chosen subflow's
+//!   buffer is full, as the kernel's loop does, so a subflow's queue holds what the kernel's
+//!   holds (LTE's ~2 MB `notsent` through a Wi-Fi outage, docs/experiments/outage.md).
 //! - A burst is whole segments: the kernel cuts the last one short at the burst's end.
 //! - Reinjections: upstream retransmits at the MPTCP level (`mptcp_subflow_get_retrans`) only
 //!   on an active subflow whose TCP queues are empty, regular before backup. The model's
-//!   reinjection queue (data held by a subflow that timed out) follows that rule: a queued
-//!   segment goes out on an idle subflow with window space that has not carried it, or waits.
+//!   reinjection queue (the head fragment the connection timer resends) follows that rule: a
+//!   queued segment goes out on an idle subflow with window space that has not carried it, or
+//!   waits. At a stale mark or a closed subflow everything not Data-ACKed is pushed again from
+//!   the Data ACK (`__mptcp_retransmit_pending_data`), appended to the subflows' queues behind
+//!   what they hold: a segment already in a queue goes out twice, as in the kernel.
 //! - `pacing_rate` is the subflow's `tcp_update_pacing_rate` value (the view's
 //!   `pacing_rate_bps`).
 
