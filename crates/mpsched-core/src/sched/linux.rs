@@ -27,8 +27,11 @@
 //! queue holds half a megabyte).
 //!
 //! The model's reading:
-//! - `wmem_queued` is payload (the kernel's counts skb memory too, a few percent more), and a
-//!   subflow's buffer is its autotuned `sndbuf` (`SubflowView::sndbuf`).
+//! - `wmem_queued` counts memory as the kernel's does, measured on it: 1,716 bytes per
+//!   segment in flight (1,424 of payload) and 1.05 x the payload waiting in the queue; a
+//!   subflow's buffer is its autotuned `sndbuf` (`SubflowView::sndbuf`). Counting payload
+//!   only, the model's Wi-Fi never filled its buffer and the pushes starved LTE less than the
+//!   kernel's do (docs/experiments/outage.md).
 //! - Pushing happens when the connection consults its scheduler, i.e. when some subflow has
 //!   window room; the kernel also pushes when the application writes or a Data ACK opens the
 //!   window while every window is full. Each push hands out bursts until the chosen subflow's
@@ -76,6 +79,15 @@ pub struct LinuxSched {
     rewinding: bool,
 }
 
+/// What a segment in flight costs in `sk_wmem_queued`: measured on this kernel (`ss -tm` `w`
+/// against `unacked`, scenarios/wifi-outage.toml, LTE with nothing queued): 1,716 bytes for
+/// 1,424 of payload, steady from 530 to 600 segments in flight (about two segments per skb
+/// after TSO autosizing, each skb ~580 bytes of metadata).
+const INFLIGHT_TRUESIZE: u64 = 1716;
+/// And what queued data costs, per 100 bytes of payload (the same runs, Wi-Fi: 1.04-1.06 of
+/// its `notsent`; the queue's skbs are up to 64 KB).
+const QUEUED_TRUESIZE_PCT: u64 = 105;
+
 /// Segments of one data fragment (a 32 KiB page fragment).
 const DFRAG_SEGS: u64 = crate::conn::msk_rtx::DFRAG_BYTES.div_ceil(1424);
 
@@ -88,9 +100,11 @@ impl LinuxSched {
         v.established && v.cwnd_space > 0
     }
 
-    /// `sk_wmem_queued`: sent and not yet ACKed, plus waiting in the send queue (bytes).
+    /// `sk_wmem_queued`: sent and not yet ACKed, plus waiting in the send queue, in the
+    /// kernel's memory (skb truesize), not payload.
     fn wmem(&self, v: &SubflowView, mss: u32) -> u64 {
-        (v.packets_out as u64 + self.queues[v.id].len() as u64) * mss as u64
+        v.packets_out as u64 * INFLIGHT_TRUESIZE
+            + self.queues[v.id].len() as u64 * mss as u64 * QUEUED_TRUESIZE_PCT / 100
     }
 
     /// `mptcp_subflow_get_send`: the subflow to push the next burst to, if it has buffer room.
@@ -360,11 +374,14 @@ mod tests {
         l.queues[1].extend(200..240);
         assert_eq!(l.pick(&views, 1424), Some(0));
         // The subflow that lingers least is chosen even with a full window, and not at all
-        // when its buffer is full.
+        // when its buffer is full: 10 segments in flight and 20 queued, counted as the
+        // kernel's memory (47,064 bytes).
+        let wmem = 10 * super::INFLIGHT_TRUESIZE + 20 * 1424 * super::QUEUED_TRUESIZE_PCT / 100;
+        assert_eq!(wmem, 47_064);
         let mut full = views;
-        full[0].sndbuf = 30 * 1424;
+        full[0].sndbuf = wmem;
         assert_eq!(l.pick(&full, 1424), None);
-        full[0].sndbuf = 30 * 1424 + 1;
+        full[0].sndbuf = wmem + 1;
         assert_eq!(l.pick(&full, 1424), Some(0));
     }
 
