@@ -39,6 +39,9 @@ use std::collections::VecDeque;
 /// `tcp_wmem[0]`, the base of an MPTCP connection's send buffer.
 const WMEM_MIN: u64 = 4096;
 
+/// The largest skb a subflow's queue holds (`GSO_LEGACY_MAX_SIZE`, 64 KiB).
+const GSO_MAX_BYTES: u64 = 65_536;
+
 /// What a bulk application writes each time its socket is writable unless a scenario says
 /// otherwise: the testbed's load generator's write (a `select` loop), so the model's
 /// connection-level backlog is the kernel runs' (measured: 70% of the buffer, not 100%).
@@ -874,6 +877,10 @@ impl Sender {
     fn send(&mut self, now: Time, d: Decision) {
         let len = self.data.get(d.dseq).expect("validated").len;
         for i in d.subflows.iter() {
+            // What waits in the subflow's queue (upstream) went in as skbs of up to 64 KB.
+            let queued = u64::from(self.sched.queued(i)) + 1;
+            let skbs = (queued * u64::from(wire::mss(true))).div_ceil(GSO_MAX_BYTES);
+            self.subflows[i].set_entails(skbs.min(u64::from(u32::MAX)) as u32);
             let seg = self.subflows[i].transmit_new(now, d.dseq, len, self.cc.as_mut());
             self.out
                 .push_back(Packet::data(i as u8, seg, self.cfg.mptcp).of_gen(self.gens[i]));

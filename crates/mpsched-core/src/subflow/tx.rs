@@ -131,6 +131,8 @@ pub struct SubflowTx {
     max_packets_out: u32,
     cwnd_usage_seq: u64,
     last_send: Time,
+    /// Skbs queued for the next transmission (`cwnd_restart`); 1 unless the sender says.
+    entails: u32,
     rate: DeliveryRate,
     /// When the out-of-tree MPTCP scheduler last halved this subflow's window.
     pub last_penalized: Option<Time>,
@@ -176,6 +178,7 @@ impl SubflowTx {
             max_packets_out: 0,
             cwnd_usage_seq: 0,
             last_send: now,
+            entails: 1,
             rate: DeliveryRate::new(now),
             last_penalized: None,
             peer_ts: Time::ZERO,
@@ -364,17 +367,27 @@ impl SubflowTx {
     }
 
     /// Linux `tcp_cwnd_restart`: halve per RTO of idleness, down to the restart window.
+    /// The kernel checks once per skb queued while nothing is in flight
+    /// (`tcp_slow_start_after_idle_check` from `tcp_skb_entail`), so `entails` skbs queued
+    /// before the first transmission repeat it.
     fn cwnd_restart(&mut self, idle: Dur) {
         let restart = INITIAL_CWND.min(self.cc.cwnd);
         let rto = self.rtt.rto().as_nanos().max(1);
-        let mut left = idle.as_nanos() as i128 - rto as i128;
         self.cc.ssthresh = self.cc.ssthresh.max((3 * self.cc.cwnd) / 4);
-        while left > 0 && self.cc.cwnd > restart {
-            self.cc.cwnd >>= 1;
-            left -= rto as i128;
+        for _ in 0..self.entails.max(1) {
+            let mut left = idle.as_nanos() as i128 - rto as i128;
+            while left > 0 && self.cc.cwnd > restart {
+                self.cc.cwnd >>= 1;
+                left -= rto as i128;
+            }
         }
         self.cc.cwnd = self.cc.cwnd.max(restart);
         self.cc.cwnd_cnt = 0;
+    }
+
+    /// How many skbs the next transmission's data was queued in (see `cwnd_restart`).
+    pub fn set_entails(&mut self, skbs: u32) {
+        self.entails = skbs;
     }
 
     /// Sends a new segment carrying data segment `dseq`.

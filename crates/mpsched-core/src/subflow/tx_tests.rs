@@ -397,3 +397,29 @@ fn a_never_retransmitted_segment_acked_below_a_sacked_one_is_reordering() {
     sf.on_ack(Time(102_000_000), &ack(5, &[]), &mut cc, &[]);
     assert_eq!(sf.rack().reord_seen, 1);
 }
+
+#[test]
+fn a_restart_after_idle_halves_once_per_skb_queued_before_the_first_send() {
+    // Linux checks for idleness in `tcp_skb_entail`, once per skb queued while nothing is in
+    // flight: an upstream subflow handed a rewind's megabytes restarts from the initial
+    // window, where one check halves once (the kernel's LTE in wifi-outage.toml: 74 -> 10).
+    let restart = |entails: u32| {
+        let (mut sf, mut cc) = sent(1);
+        sf.on_ack(
+            Time::ZERO + Dur::from_millis(100),
+            &ack(1, &[]),
+            &mut cc,
+            &[],
+        );
+        assert_eq!(sf.packets_out(), 0);
+        sf.cc.cwnd = 80;
+        let rto = sf.rtt.rto();
+        sf.set_entails(entails);
+        let later = Time::ZERO + Dur::from_millis(100) + rto + rto / 2;
+        sf.transmit_new(later, 1, 1448, &mut cc);
+        sf.cc.cwnd
+    };
+    assert_eq!(restart(1), 40);
+    assert_eq!(restart(2), 20);
+    assert_eq!(restart(5), INITIAL_CWND);
+}
