@@ -217,7 +217,10 @@ def _convert_shape(value: object, info: ValidationInfo) -> object:
 def _convert_write_chunk(value: object, info: ValidationInfo) -> object:
     if value == "fill":
         return value
-    number = parse_size(value)
+    try:
+        number = parse_size(value)
+    except ValueError as exc:
+        raise ValueError(f'{exc} (or "fill")') from None
     if number < 1:
         raise ValueError(f'{info.field_name} must be a size > 0 or "fill", got {value!r}')
     return number

@@ -877,10 +877,12 @@ impl Sender {
     fn send(&mut self, now: Time, d: Decision) {
         let len = self.data.get(d.dseq).expect("validated").len;
         for i in d.subflows.iter() {
-            // What waits in the subflow's queue (upstream) went in as skbs of up to 64 KB.
-            let queued = u64::from(self.sched.queued(i)) + 1;
-            let skbs = (queued * u64::from(wire::mss(true))).div_ceil(GSO_MAX_BYTES);
-            self.subflows[i].set_entails(skbs.min(u64::from(u32::MAX)) as u32);
+            if self.subflows[i].packets_out() == 0 {
+                // A restart after idleness counts the skbs its queue (upstream) went in as.
+                let queued = u64::from(self.sched.queued(i)) + 1;
+                let skbs = (queued * u64::from(wire::mss(true))).div_ceil(GSO_MAX_BYTES);
+                self.subflows[i].set_entails(skbs.min(u64::from(u32::MAX)) as u32);
+            }
             let seg = self.subflows[i].transmit_new(now, d.dseq, len, self.cc.as_mut());
             self.out
                 .push_back(Packet::data(i as u8, seg, self.cfg.mptcp).of_gen(self.gens[i]));
