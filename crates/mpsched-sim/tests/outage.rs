@@ -43,6 +43,15 @@ fn delivered(out: &RunOutput, from: u64, to: u64) -> [u64; 2] {
     per
 }
 
+/// Payload bytes delivered in order to the application within [from, to).
+fn in_order(out: &RunOutput, from: u64, to: u64) -> u64 {
+    let d = &out.traces.as_ref().expect("traced").delivery;
+    (0..d.subflow.len())
+        .filter(|&i| (from..to).contains(&d.delivered_ns[i]))
+        .map(|i| u64::from(d.len_bytes[i]))
+        .sum()
+}
+
 #[test]
 fn out_of_tree_moves_the_transfer_to_lte_at_the_first_timeout() {
     for scheduler in ["default", "blest", "ecf", "stms-c"] {
@@ -100,33 +109,34 @@ fn upstream_stalls_until_wifi_is_stale_then_lte_carries_everything() {
     assert_eq!(total, s.bytes_delivered);
     // The first second of the outage: the stream waits for what WiFi held; only the head
     // fragments resent on idle LTE let a little through to the application.
-    let in_order: u64 = (0..d.subflow.len())
-        .filter(|&i| (5_200 * MS..6_200 * MS).contains(&d.delivered_ns[i]))
-        .map(|i| u64::from(d.len_bytes[i]))
-        .sum();
+    let early = in_order(&out, 5_200 * MS, 6_200 * MS);
     assert!(
-        in_order < 300_000,
-        "{in_order} B delivered before WiFi went stale"
+        early < 300_000,
+        "{early} B delivered before WiFi went stale"
     );
     // Five firings of the connection's timer later WiFi is stale: everything not Data-ACKed
     // is pushed again, behind what LTE's own queue holds, which LTE sends first (the kernel
-    // does both). The stream resumes within the second after the mark, and from 9 s to the
+    // does both). The stream resumes within the second after the mark (the kernel: 2.2-3.4
+    // MB in order in 8-9 s over 24 runs, docs/experiments/outage.md), and from 9 s to the
     // return LTE delivers at its payload rate.
-    let [w, l] = delivered(&out, 8 * S, 9 * S);
-    assert_eq!(w, 0);
+    let resumed = in_order(&out, 8 * S, 9 * S);
     assert!(
-        l > 1_000_000,
-        "LTE delivered {l} B in the second after the stale mark"
+        resumed > 2_000_000,
+        "{resumed} B delivered in the second after the stale mark"
     );
     let [w, l] = delivered(&out, 9 * S, 10 * S);
     assert_eq!(w, 0);
     assert!(l > 3_560_000 * 9 / 10, "LTE delivered {l} B from 9 s");
     // What is pushed again includes what LTE itself had in flight and queued: it goes twice,
-    // so LTE resends more than WiFi held (~140 in flight, ~450 queued). The kernel's client
-    // counted 1,986 duplicate segments (MPTcpExtDuplicateData) in a run of
-    // scenarios/wifi-outage.toml; before this was modelled, the model resent 121.
+    // so LTE resends more than WiFi held (~140 in flight, ~450 queued). And LTE sends all of
+    // it, also what the Data ACK passes while it waits in LTE's queue (a TCP write queue does
+    // not look at the Data ACK): on this machine's kernel LTE sent the 1.4 MB it had delivered
+    // before the failure once more after the hole filled. The kernel's client counted 1,986
+    // duplicate segments (MPTcpExtDuplicateData) in a run of scenarios/wifi-outage.toml; the
+    // model resent 121 before the rewind was modelled, 1,071 while its queues dropped what
+    // the Data ACK had passed.
     let lte = &s.subflows[1];
-    assert!(lte.reinjections > 800, "LTE resent {}", lte.reinjections);
+    assert!(lte.reinjections > 1_300, "LTE resent {}", lte.reinjections);
     let back = wifi_back(&out);
     assert!(back < 10 * S + 5_200 * MS + 100 * MS, "WiFi back at {back}");
 }

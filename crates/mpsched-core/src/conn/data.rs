@@ -78,6 +78,15 @@ impl DataQueue {
     pub fn written_end(&self) -> u64 {
         self.una + self.segs.len() as u64
     }
+    /// Payload bytes of data segment `dseq`, Data-ACKed or not: a full segment but for a
+    /// finite transfer's last one.
+    pub fn seg_len(&self, dseq: u64) -> u32 {
+        match self.get(dseq) {
+            Some(s) => s.len,
+            None if Some(dseq + 1) == self.total_segs => self.last_len,
+            None => self.mss,
+        }
+    }
     pub fn get(&self, dseq: u64) -> Option<&DataSegState> {
         dseq.checked_sub(self.una)
             .and_then(|i| self.segs.get(i as usize))

@@ -863,7 +863,12 @@ impl Sender {
     }
 
     fn valid(&self, d: &Decision) -> bool {
-        if d.subflows.is_empty() || d.dseq < self.data.una || d.dseq >= self.data.written_end() {
+        // Below the Data ACK only as a duplicate out of a subflow's queue (`Reason::Reinjection`).
+        let acked_ok = d.reason == Reason::Reinjection;
+        if d.subflows.is_empty()
+            || (d.dseq < self.data.una && !acked_ok)
+            || d.dseq >= self.data.written_end()
+        {
             return false;
         }
         if !self.data.in_window(d.dseq) {
@@ -875,7 +880,7 @@ impl Sender {
     }
 
     fn send(&mut self, now: Time, d: Decision) {
-        let len = self.data.get(d.dseq).expect("validated").len;
+        let len = self.data.seg_len(d.dseq);
         for i in d.subflows.iter() {
             if self.subflows[i].packets_out() == 0 {
                 // A restart after idleness counts the skbs its queue (upstream) went in as.
@@ -886,12 +891,14 @@ impl Sender {
             let seg = self.subflows[i].transmit_new(now, d.dseq, len, self.cc.as_mut());
             self.out
                 .push_back(Packet::data(i as u8, seg, self.cfg.mptcp).of_gen(self.gens[i]));
-            let s = self.data.get_mut(d.dseq).expect("validated");
-            if s.transmissions == 0 {
-                s.first_sent = now;
+            // A Data-ACKed duplicate leaves no record at the data level.
+            if let Some(s) = self.data.get_mut(d.dseq) {
+                if s.transmissions == 0 {
+                    s.first_sent = now;
+                }
+                s.transmissions = s.transmissions.saturating_add(1);
+                s.sent_on.insert(i);
             }
-            s.transmissions = s.transmissions.saturating_add(1);
-            s.sent_on.insert(i);
         }
         match d.reason {
             Reason::New => {}

@@ -152,21 +152,19 @@ impl LinuxSched {
     }
 
     /// The head of the queue of a subflow with window room (`tcp_push`). What a subflow's
-    /// queue holds goes out even if another copy went first (a TCP write queue does not look
-    /// at the connection); a copy after the first is a reinjection.
+    /// queue holds goes out even if another copy went first or the Data ACK has passed it (a
+    /// TCP write queue does not look at the connection); a copy after the first is a
+    /// reinjection. On this machine's kernel, after a stale mark LTE sent the 1.4 MB it had
+    /// delivered before the failure once more, behind the Data ACK (outage.md).
     fn sendable(&mut self, ctx: &SchedCtx) -> Option<Decision> {
         for v in ctx.subflows().iter().filter(|v| Self::can_send(v)) {
             let q = &mut self.queues[v.id];
-            while let Some(&dseq) = q.front() {
-                if dseq < ctx.data_una() {
-                    q.pop_front();
+            if let Some(&dseq) = q.front() {
+                if dseq >= ctx.data_una() && !ctx.in_window(dseq) {
                     continue;
                 }
-                if !ctx.in_window(dseq) {
-                    break;
-                }
                 q.pop_front();
-                let reason = if ctx.sent_on(dseq).is_empty() {
+                let reason = if dseq >= ctx.data_una() && ctx.sent_on(dseq).is_empty() {
                     Reason::New
                 } else {
                     Reason::Reinjection

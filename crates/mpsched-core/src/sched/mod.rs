@@ -32,7 +32,10 @@ use std::collections::VecDeque;
 pub enum Reason {
     /// New data, or data scheduled out of order but never sent before.
     New,
-    /// Data outstanding on a subflow that timed out, sent again elsewhere.
+    /// Data sent before, sent again: what a subflow that timed out or went stale held, or a
+    /// segment a subflow's own send queue still holds after another copy went (upstream's
+    /// queues are TCP write queues, which never look at the Data ACK: such a segment may lie
+    /// below it and is sent all the same, as a duplicate).
     Reinjection,
     /// The left edge of the window sent again on a faster subflow (Raiciu et al., NSDI 2012).
     Opportunistic,
@@ -230,7 +233,7 @@ impl<'a> SchedCtx<'a> {
     }
     /// Bytes of one data segment (the MSS, or less for the last one of a file).
     pub fn seg_len(&self, dseq: u64) -> u32 {
-        self.data.get(dseq).map_or(self.data.mss(), |s| s.len)
+        self.data.seg_len(dseq)
     }
     /// Whether the application has no more data for now (all written data is sent).
     pub fn all_sent(&self) -> bool {
