@@ -38,7 +38,7 @@ def kernel_series(run: Path) -> np.ndarray:
     return np.diff(np.interp(FAILURE_S + SECONDS, t, b)) / 1e6
 
 
-def model_series(phase_ns: int, offset_ms: int, tmp: Path) -> tuple[np.ndarray, int]:
+def model_series(phase_ns: int, offset_ms: int, tmp: Path) -> tuple[np.ndarray, int, float]:
     scenario = tomllib.loads(SCENARIO.read_text())
     scenario["path"][0]["schedule"][0]["at"] = f"{int(FAILURE_S * 1000) + offset_ms}ms"
     scenario["connection"]["timer_phase"] = f"{phase_ns}ns"
@@ -49,21 +49,26 @@ def model_series(phase_ns: int, offset_ms: int, tmp: Path) -> tuple[np.ndarray, 
     t = np.r_[0.0, frame.t_delivered_ns.to_numpy() / 1e9]
     b = np.r_[0.0, np.cumsum(frame.len_bytes.to_numpy())]
     at = FAILURE_S + offset_ms / 1000 + SECONDS
-    return np.diff(np.interp(at, t, b)) / 1e6, int(result.summary["reinjections"])
+    summary = result.summary
+    return np.diff(np.interp(at, t, b)) / 1e6, int(summary["reinjections"]), summary["goodput_mbps"]
 
 
 def main(runs: list[Path]) -> None:
     kernel, model, dups, resent = [], [], [], []
+    goodput: dict[str, list[float]] = {"kernel": [], "model": []}
     with tempfile.TemporaryDirectory() as tmp:
         for run in runs:
-            summary = json.loads((run / "summary.json").read_text())["kernel"]
+            whole = json.loads((run / "summary.json").read_text())
+            summary = whole["kernel"]
+            goodput["kernel"].append(whole["goodput_mbps"])
             kernel.append(kernel_series(run))
             client = summary.get("mptcp_counters", {}).get("client", {})
             dups.append(client.get("MPTcpExtDuplicateData", 0))
             for off in OFFSETS_MS:
-                series, n = model_series(int(summary["timer_phase_ns"]), off, Path(tmp))
+                series, n, mbps = model_series(int(summary["timer_phase_ns"]), off, Path(tmp))
                 model.append(series)
                 resent.append(n)
+                goodput["model"].append(mbps)
     k, m = np.array(kernel), np.array(model)
     print(f"{len(k)} kernel runs, {len(m)} model runs: MB delivered in order per second")
     print("| interval (s) | kernel: mean (range) | median | model: mean (range) | median | ratio |")
@@ -84,6 +89,9 @@ def main(runs: list[Path]) -> None:
         f"duplicates: kernel client {min(dups)}-{max(dups)} (MPTcpExtDuplicateData), "
         f"model resends {min(resent)}-{max(resent)}"
     )
+    for side, values in goodput.items():
+        v = np.array(values)
+        print(f"goodput over 30 s, {side}: {v.mean():.2f} Mbit/s ({v.min():.2f}-{v.max():.2f})")
 
 
 if __name__ == "__main__":
