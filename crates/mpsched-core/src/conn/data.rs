@@ -80,6 +80,7 @@ impl DataQueue {
     }
     /// Payload bytes of data segment `dseq`, Data-ACKed or not: a full segment but for a
     /// finite transfer's last one.
+    #[inline]
     pub fn seg_len(&self, dseq: u64) -> u32 {
         match self.get(dseq) {
             Some(s) => s.len,

@@ -864,9 +864,8 @@ impl Sender {
 
     fn valid(&self, d: &Decision) -> bool {
         // Below the Data ACK only as a duplicate out of a subflow's queue (`Reason::Reinjection`).
-        let acked_ok = d.reason == Reason::Reinjection;
         if d.subflows.is_empty()
-            || (d.dseq < self.data.una && !acked_ok)
+            || (d.dseq < self.data.una && d.reason != Reason::Reinjection)
             || d.dseq >= self.data.written_end()
         {
             return false;
