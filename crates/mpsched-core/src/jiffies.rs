@@ -88,6 +88,21 @@ impl Jiffies {
         Dur(d.0.div_ceil(self.tick_ns) * self.tick_ns)
     }
 
+    /// The deadline a timer armed at `now` to wait `after` records (`jiffies + after`, the
+    /// kernel's `icsk_timeout`), before the wheel rounds when it runs ([`Jiffies::expiry`]).
+    pub fn due(self, now: Time, after: Dur) -> Time {
+        if self.is_exact() {
+            return now + after;
+        }
+        let clk = (now.0 + self.offset_ns) / self.tick_ns;
+        let delta = after.0.div_ceil(self.tick_ns);
+        Time(
+            (clk + delta)
+                .saturating_mul(self.tick_ns)
+                .saturating_sub(self.offset_ns),
+        )
+    }
+
     /// When a timer armed at `now` to wait `after` (rounded up to ticks first) runs:
     /// `mod_timer(timer, jiffies + after)` and the wheel bucket it lands in.
     pub fn expiry(self, now: Time, after: Dur) -> Time {
@@ -118,6 +133,17 @@ mod tests {
 
     fn ms(n: u64) -> Dur {
         Dur::from_millis(n)
+    }
+
+    #[test]
+    fn a_timer_is_due_at_jiffies_plus_its_wait_and_runs_at_its_bucket() {
+        // 436 ms at 250 Hz from tick 0: 109 ticks, due at 436 ms; the wheel's level 1 (8
+        // ticks) runs it at tick 112, 448 ms. What upstream MPTCP reads as the subflow's time
+        // left (`icsk_timeout - jiffies`) is the 436, not the 448.
+        let now = Time(0);
+        assert_eq!(HZ250.due(now, ms(436)), Time(0) + ms(436));
+        assert_eq!(HZ250.expiry(now, ms(436)), Time(0) + ms(448));
+        assert_eq!(Jiffies::EXACT.due(now, ms(436)), Time(0) + ms(436));
     }
 
     #[test]

@@ -123,6 +123,11 @@ impl RttEstimator {
     pub fn rto_deadline(&self, now: Time) -> Time {
         self.jiffies.expiry(now, self.rto())
     }
+
+    /// When it runs, and the deadline the kernel records for it (`icsk_timeout`).
+    pub fn rto_timer(&self, now: Time) -> (Time, Time) {
+        (self.rto_deadline(now), self.jiffies.due(now, self.rto()))
+    }
 }
 
 #[cfg(test)]

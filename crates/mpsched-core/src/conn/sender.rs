@@ -797,11 +797,10 @@ impl Sender {
             // Only a push with data pending consults `mptcp_subflow_get_send`, which sets the
             // period; the connection timer's own resends of the head do not.
             if send_head {
-                let timers = self
-                    .subflows
-                    .iter()
-                    .enumerate()
-                    .map(|(i, sf)| (now >= self.cfg.subflows[i].established_at, sf.timer_at()));
+                let timers =
+                    self.subflows.iter().enumerate().map(|(i, sf)| {
+                        (now >= self.cfg.subflows[i].established_at, sf.timer_due())
+                    });
                 m.refresh(now, timers);
             }
             if sent {

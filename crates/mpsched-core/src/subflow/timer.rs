@@ -28,6 +28,9 @@ impl Timer {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TimerTable {
     deadlines: [Option<Time>; Timer::COUNT],
+    /// What the kernel records as each timer's deadline (`icsk_timeout`): `jiffies + wait`,
+    /// before the timer wheel rounds when it runs (`deadlines`).
+    dues: [Option<Time>; Timer::COUNT],
 }
 
 impl TimerTable {
@@ -36,10 +39,25 @@ impl TimerTable {
         self.deadlines[timer.index()]
     }
 
-    /// Arms `timer` at `at`, or stops it with `None`.
+    /// Arms `timer` at `at`, or stops it with `None` (due when it runs).
     #[inline]
     pub fn put(&mut self, timer: Timer, at: Option<Time>) {
-        self.deadlines[timer.index()] = at;
+        self.put_due(timer, at.map(|t| (t, t)));
+    }
+
+    /// Arms `timer` to run at `.0`, recorded as due at `.1`; or stops it with `None`.
+    #[inline]
+    pub fn put_due(&mut self, timer: Timer, at: Option<(Time, Time)>) {
+        self.deadlines[timer.index()] = at.map(|(t, _)| t);
+        self.dues[timer.index()] = at.map(|(_, d)| d);
+    }
+
+    /// The recorded deadline (`icsk_timeout`) of the timer that runs first.
+    pub fn next_due(&self) -> Option<Time> {
+        (0..Timer::COUNT)
+            .filter_map(|i| self.deadlines[i].zip(self.dues[i]))
+            .min()
+            .map(|(_, due)| due)
     }
 
     #[inline]

@@ -290,6 +290,12 @@ impl SubflowTx {
     pub fn timer_at(&self) -> Option<Time> {
         self.timers.next()
     }
+    /// The deadline the kernel records for that timer (`icsk_timeout`), which upstream MPTCP
+    /// reads for its own timer's period (`mptcp_timeout_from_subflow`): before it runs by up
+    /// to the timer wheel's granularity (32 ms for a 0.5 s timeout at 250 Hz).
+    pub fn timer_due(&self) -> Option<Time> {
+        self.timers.next_due()
+    }
     pub fn delivery_rate(&self) -> RateSample {
         self.rate.sample()
     }
@@ -359,7 +365,8 @@ impl SubflowTx {
         self.last_send = now;
         if self.timers.get(Timer::Rto).is_none() {
             // RFC 6298 (5.1)
-            self.timers.set(Timer::Rto, self.rtt.rto_deadline(now));
+            self.timers
+                .put_due(Timer::Rto, Some(self.rtt.rto_timer(now)));
         }
         if self.ca_state == CaState::Recovery {
             self.prr.on_send();
@@ -522,8 +529,8 @@ impl SubflowTx {
         if out.una_advanced {
             // RFC 6298 (5.3) and (5.7): restart the timer; the backoff ends.
             self.rtt.reset_backoff();
-            let rto = (self.packets_out() > 0).then(|| self.rtt.rto_deadline(now));
-            self.timers.put(Timer::Rto, rto);
+            let rto = (self.packets_out() > 0).then(|| self.rtt.rto_timer(now));
+            self.timers.put_due(Timer::Rto, rto);
         }
         if self.tlp.in_episode() {
             self.process_tlp_ack(now, ack, &out, cc, all);
@@ -735,13 +742,15 @@ impl SubflowTx {
         }
         let wait = self.rack_detect_loss(now);
         self.timers
-            .put(Timer::Reorder, wait.map(|w| self.reo_deadline(now, w)));
+            .put_due(Timer::Reorder, wait.map(|w| self.reo_timer(now, w)));
     }
 
-    /// `tcp_rack_mark_lost`: the wait in whole ticks plus `TCP_TIMEOUT_MIN` (2 ticks).
-    fn reo_deadline(&self, now: Time, wait: Dur) -> Time {
+    /// `tcp_rack_mark_lost`: the wait in whole ticks plus `TCP_TIMEOUT_MIN` (2 ticks); when
+    /// the timer runs and when it is due.
+    fn reo_timer(&self, now: Time, wait: Dur) -> (Time, Time) {
         let j = self.jiffies;
-        j.expiry(now, j.round_up(wait) + j.ticks(2))
+        let after = j.round_up(wait) + j.ticks(2);
+        (j.expiry(now, after), j.due(now, after))
     }
 
     fn rack_detect_loss(&mut self, now: Time) -> Option<Dur> {
@@ -761,7 +770,7 @@ impl SubflowTx {
         let lost_before = self.sb.lost_out();
         let wait = self.rack_detect_loss(now);
         self.timers
-            .put(Timer::Reorder, wait.map(|w| self.reo_deadline(now, w)));
+            .put_due(Timer::Reorder, wait.map(|w| self.reo_timer(now, w)));
         if self.sb.lost_out() > lost_before {
             // Linux: `tcp_enter_recovery`, then `tcp_cwnd_reduction(sk, 1, 0)`.
             self.update_ca_state(now, 1, false, cc, all);
@@ -789,7 +798,8 @@ impl SubflowTx {
                 .map_or(self.rtt.rto(), |t| t.saturating_since(now))
         };
         let pto = Tlp::timeout(self.rtt.srtt(), self.packets_out(), rto_left);
-        self.timers.set(Timer::Tlp, self.jiffies.expiry(now, pto));
+        let at = (self.jiffies.expiry(now, pto), self.jiffies.due(now, pto));
+        self.timers.put_due(Timer::Tlp, Some(at));
     }
 
     /// Whether the probe timer has fired with a probe due (one per episode, `tcp_send_loss_probe`);
@@ -819,7 +829,8 @@ impl SubflowTx {
         self.timers.stop(Timer::Tlp);
         self.stats.tlp_probes += 1;
         // `tcp_rearm_rto` with nothing pending: a whole RTO from now.
-        self.timers.set(Timer::Rto, self.rtt.rto_deadline(now));
+        self.timers
+            .put_due(Timer::Rto, Some(self.rtt.rto_timer(now)));
     }
 
     /// A probe that repaired a loss reduces the window as entering recovery would
@@ -946,8 +957,8 @@ impl SubflowTx {
         self.tlp.end_episode();
         self.recover = self.snd_nxt();
         self.rtt.on_rto();
-        let rto = (self.packets_out() > 0).then(|| self.rtt.rto_deadline(now));
-        self.timers.put(Timer::Rto, rto);
+        let rto = (self.packets_out() > 0).then(|| self.rtt.rto_timer(now));
+        self.timers.put_due(Timer::Rto, rto);
         self.set_ca_state(CaState::Loss, now, cc);
     }
 
