@@ -6,7 +6,8 @@
 //!   re-armed whenever the Data ACK advances or it fires, for `timer_ival`: the longest time
 //!   any active subflow not yet suspected had left on its own pending timer when the connection
 //!   last sent data (`mptcp_set_timeout` from `mptcp_subflow_get_send`), or `TCP_RTO_MIN`
-//!   (`mptcp_timeout_from_subflow`).
+//!   (`mptcp_timeout_from_subflow`). The time left is read from the deadline the subflow's
+//!   timer records (`icsk_timeout - jiffies`), not from when the timer wheel will run it.
 //! - When it fires (`__mptcp_retrans`, `mptcp_subflow_get_retrans`): a subflow with data
 //!   outstanding at TCP level is not used; instead its stale count goes up if it has received
 //!   nothing since the last firing, or back to 0 if it has (`mptcp_pm_subflow_chk_stale`). An
