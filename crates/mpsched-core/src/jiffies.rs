@@ -88,26 +88,19 @@ impl Jiffies {
         Dur(d.0.div_ceil(self.tick_ns) * self.tick_ns)
     }
 
-    /// The deadline a timer armed at `now` to wait `after` records (`jiffies + after`, the
-    /// kernel's `icsk_timeout`), before the wheel rounds when it runs ([`Jiffies::expiry`]).
-    pub fn due(self, now: Time, after: Dur) -> Time {
-        if self.is_exact() {
-            return now + after;
-        }
-        let clk = (now.0 + self.offset_ns) / self.tick_ns;
-        let delta = after.0.div_ceil(self.tick_ns);
-        Time(
-            (clk + delta)
-                .saturating_mul(self.tick_ns)
-                .saturating_sub(self.offset_ns),
-        )
-    }
-
     /// When a timer armed at `now` to wait `after` (rounded up to ticks first) runs:
     /// `mod_timer(timer, jiffies + after)` and the wheel bucket it lands in.
+    #[inline]
     pub fn expiry(self, now: Time, after: Dur) -> Time {
+        self.arm(now, after).0
+    }
+
+    /// When a timer armed at `now` to wait `after` runs ([`Jiffies::expiry`]), and the
+    /// deadline it records (`jiffies + after`, the kernel's `icsk_timeout`), which is before
+    /// it runs by up to the wheel's granularity.
+    pub fn arm(self, now: Time, after: Dur) -> (Time, Time) {
         if self.is_exact() {
-            return now + after;
+            return (now + after, now + after);
         }
         let clk = (now.0 + self.offset_ns) / self.tick_ns;
         let delta = after.0.div_ceil(self.tick_ns);
@@ -117,11 +110,13 @@ impl Jiffies {
         }
         let shift = LEVEL_SHIFT * level;
         let bucket = (((clk + delta) >> shift) + 1) << shift;
-        Time(
-            bucket
-                .saturating_mul(self.tick_ns)
-                .saturating_sub(self.offset_ns),
-        )
+        let at = |tick: u64| {
+            Time(
+                tick.saturating_mul(self.tick_ns)
+                    .saturating_sub(self.offset_ns),
+            )
+        };
+        (at(bucket), at(clk + delta))
     }
 }
 
@@ -141,9 +136,15 @@ mod tests {
         // ticks) runs it at tick 112, 448 ms. What upstream MPTCP reads as the subflow's time
         // left (`icsk_timeout - jiffies`) is the 436, not the 448.
         let now = Time(0);
-        assert_eq!(HZ250.due(now, ms(436)), Time(0) + ms(436));
+        assert_eq!(
+            HZ250.arm(now, ms(436)),
+            (Time(0) + ms(448), Time(0) + ms(436))
+        );
         assert_eq!(HZ250.expiry(now, ms(436)), Time(0) + ms(448));
-        assert_eq!(Jiffies::EXACT.due(now, ms(436)), Time(0) + ms(436));
+        assert_eq!(
+            Jiffies::EXACT.arm(now, ms(436)),
+            (now + ms(436), now + ms(436))
+        );
     }
 
     #[test]

@@ -119,14 +119,10 @@ impl RttEstimator {
         self.latest
     }
 
-    /// When the retransmission timer armed at `now` runs.
-    pub fn rto_deadline(&self, now: Time) -> Time {
-        self.jiffies.expiry(now, self.rto())
-    }
-
-    /// When it runs, and the deadline the kernel records for it (`icsk_timeout`).
+    /// When the retransmission timer armed at `now` runs, and the deadline the kernel records
+    /// for it (`icsk_timeout`).
     pub fn rto_timer(&self, now: Time) -> (Time, Time) {
-        (self.rto_deadline(now), self.jiffies.due(now, self.rto()))
+        self.jiffies.arm(now, self.rto())
     }
 }
 

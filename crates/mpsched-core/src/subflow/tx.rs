@@ -750,7 +750,7 @@ impl SubflowTx {
     fn reo_timer(&self, now: Time, wait: Dur) -> (Time, Time) {
         let j = self.jiffies;
         let after = j.round_up(wait) + j.ticks(2);
-        (j.expiry(now, after), j.due(now, after))
+        j.arm(now, after)
     }
 
     fn rack_detect_loss(&mut self, now: Time) -> Option<Dur> {
@@ -798,8 +798,8 @@ impl SubflowTx {
                 .map_or(self.rtt.rto(), |t| t.saturating_since(now))
         };
         let pto = Tlp::timeout(self.rtt.srtt(), self.packets_out(), rto_left);
-        let at = (self.jiffies.expiry(now, pto), self.jiffies.due(now, pto));
-        self.timers.put_due(Timer::Tlp, Some(at));
+        self.timers
+            .put_due(Timer::Tlp, Some(self.jiffies.arm(now, pto)));
     }
 
     /// Whether the probe timer has fired with a probe due (one per episode, `tcp_send_loss_probe`);
