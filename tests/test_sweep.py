@@ -163,9 +163,37 @@ def test_a_zip_moves_its_keys_together_and_crosses_the_grid(tmp_path: Path) -> N
     assert {p.overrides["connection.scheduler"] for p in points} == {"minrtt", "stms-c"}
 
 
+def test_exclude_leaves_out_the_combinations_it_names(tmp_path: Path) -> None:
+    base = ROOT / "scenarios" / "stms-lab.toml"
+    path = tmp_path / "exclude.toml"
+    path.write_text(
+        f'[sweep]\nscenario = "{base}"\n[[sweep.group]]\n'
+        'grid = { "connection.stack" = ["upstream", "out-of-tree"],'
+        ' "connection.scheduler" = ["linux", "minrtt"] }\n'
+        'exclude = [{ "connection.stack" = "out-of-tree", "connection.scheduler" = "linux" }]\n'
+    )
+    chosen = {
+        (p.overrides["connection.stack"], p.overrides["connection.scheduler"])
+        for p in load_sweep(path).points
+    }
+    assert chosen == {("upstream", "linux"), ("upstream", "minrtt"), ("out-of-tree", "minrtt")}
+
+
+def test_the_handover_sweep_leaves_out_only_linux_on_the_out_of_tree_stack() -> None:
+    points = load_sweep(ROOT / "experiments" / "handover.toml").points
+    combos = {
+        (p.overrides["connection.stack"], p.overrides["connection.scheduler"]) for p in points
+    }
+    assert ("out-of-tree", "linux") not in combos
+    assert ("upstream", "linux") in combos and ("out-of-tree", "default") in combos
+    assert len(points) == 4 * (2 * 13 - 1)
+
+
 @pytest.mark.parametrize(
     ("group", "message"),
     [
+        ('grid = { "seed" = [1] }\nexclude = [{ "seed" = 1 }]', "exclude: leaves no point"),
+        ('grid = { "seed" = [1] }\nexclude = { "seed" = 1 }', "exclude: a list of non-empty"),
         ('design = "sobol"\npoints = 3\nfactors = { "duration" = ["1s", "2s"] }', "unknown design"),
         ('design = "lhs"\npoints = 3\nfactors = { "duration" = ["1s", "2ms"] }', "same unit"),
         ('design = "lhs"\npoints = 3\nfactors = { "duration" = ["2s", "1s"] }', "low must be"),

@@ -265,3 +265,19 @@ fn every_byte_arrives_exactly_once_and_in_order() {
         }
     }
 }
+
+/// Issue 31's case: the draw that gave DAPS a backup path (p2) whose address goes away at
+/// 2.3 s while p1's goes at 3.3 s. DAPS (and upstream's connection timer, which did not run
+/// while the data left was written but not yet sent) stopped at 1.08 of 2.45 MB for good.
+#[test]
+fn daps_finishes_when_its_backup_path_is_removed() {
+    let mut cfg = random_scenario(848);
+    assert!(cfg.paths[2].backup && cfg.paths[2].schedule[0].present == Some(false));
+    cfg.scheduler = "daps".into();
+    let Workload::File { size_bytes } = cfg.workload else {
+        unreachable!()
+    };
+    let s = Simulation::new(cfg, false).unwrap().run().summary;
+    assert_eq!(s.bytes_delivered, size_bytes);
+    assert!(s.completion_s.unwrap() < 15.0, "{:?}", s.completion_s);
+}

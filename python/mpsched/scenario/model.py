@@ -504,6 +504,8 @@ def _check(scenario: Scenario) -> None:
             if name in connection.paths[:j]:
                 raise ValueError(f"connection.paths[{j}]: path {name!r} is listed twice")
 
+    if connection.protocol == "mptcp":
+        _check_stack_admits(connection.stack, connection.scheduler, "connection.scheduler")
     known_schedulers = _scheduler_names()
     if (
         known_schedulers is not None
@@ -597,6 +599,7 @@ def _check_flow(
                 f"{where}.scheduler: unknown scheduler {scheduler!r} "
                 f"(known: {', '.join(known_schedulers)})"
             )
+        _check_stack_admits(scenario.connection.stack, scheduler, f"{where}.scheduler")
     if flow.size is None and flow.size_dist != "fixed":
         raise ValueError(f"{where}.size_dist: a bulk flow (no size) has no size to draw")
     if flow.start_dist == "poisson" and flow.interval == 0:
@@ -707,3 +710,13 @@ def _check_path(index: int, path: PathSpec, links: list[LinkSpec], duration: int
             raise ValueError(
                 f"{_where(index, path, where + '.rate')}: the path's trace sets its capacity"
             )
+
+
+def _check_stack_admits(stack: str, scheduler: str, field: str) -> None:
+    """Upstream's scheduler relies on upstream's connection-level retransmission; no kernel
+    runs it on the out-of-tree stack (the Rust rule: ``StackName::admits``)."""
+    if stack == "out-of-tree" and scheduler == "linux":
+        raise ValueError(
+            f"{field}: 'linux' is upstream Linux's scheduler and runs on stack = \"upstream\" "
+            "only (the out-of-tree stack's default is 'default')"
+        )

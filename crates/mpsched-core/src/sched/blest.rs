@@ -37,8 +37,8 @@
 use super::default::RcvBufOpt;
 use crate::cc::INFINITE_SSTHRESH;
 use crate::sched::{
-    fastest_in_use, lowest_rtt_available, Decision, ParamInfo, Reason, SchedCtx, SchedInfo,
-    SchedParams, Scheduler, SubflowSet,
+    fastest_in_use, lowest_rtt_available, reinjection_subflow, Decision, ParamInfo, Reason,
+    SchedCtx, SchedInfo, SchedParams, Scheduler, SubflowSet,
 };
 use crate::time::{Dur, Time};
 
@@ -209,9 +209,9 @@ impl Scheduler for Blest {
         let fast = fastest_in_use(ctx.subflows()).map(|v| v.id)?;
 
         // Segments queued for reinjection go first, through the same test.
-        let reinject = ctx
-            .reinject_queue()
-            .find_map(|d| lowest_rtt_available(ctx.subflows(), ctx.sent_on(d)).map(|s| (d, s)));
+        let reinject = ctx.reinject_queue().find_map(|d| {
+            reinjection_subflow(ctx.subflows(), ctx.sent_on(d), SubflowSet::EMPTY).map(|s| (d, s))
+        });
         if let Some((dseq, s)) = reinject {
             let len = ctx.seg_len(dseq);
             if self.blocks(ctx, s, fast, len) {

@@ -28,8 +28,8 @@
 //! A subflow without an RTT sample is not capped.
 
 use crate::sched::{
-    lowest_rtt_available, Decision, ParamInfo, Reason, SchedCtx, SchedInfo, SchedParams, Scheduler,
-    SubflowSet,
+    lowest_rtt_available, reinjection_subflow, Decision, ParamInfo, Reason, SchedCtx, SchedInfo,
+    SchedParams, Scheduler, SubflowSet,
 };
 use crate::time::Dur;
 
@@ -138,8 +138,7 @@ impl Scheduler for BufferbloatMitigation {
             }
         }
         for dseq in ctx.reinject_queue() {
-            let exclude = SubflowSet(capped.0 | ctx.sent_on(dseq).0);
-            if let Some(sf) = lowest_rtt_available(ctx.subflows(), exclude) {
+            if let Some(sf) = reinjection_subflow(ctx.subflows(), ctx.sent_on(dseq), capped) {
                 return Some(Decision {
                     dseq,
                     subflows: SubflowSet::one(sf),

@@ -3,7 +3,8 @@
 //! Segments waiting for reinjection go first, on a subflow they have not been sent on.
 
 use crate::sched::{
-    lowest_rtt_available, Decision, Reason, SchedCtx, SchedInfo, Scheduler, SubflowSet,
+    lowest_rtt_available, reinjection_subflow, Decision, Reason, SchedCtx, SchedInfo, Scheduler,
+    SubflowSet,
 };
 
 pub const INFO: SchedInfo = SchedInfo {
@@ -24,11 +25,11 @@ impl MinRtt {
 }
 
 /// The reinjection step shared by the LowRTT family: the oldest queued segment goes on the
-/// fastest available subflow that has not carried it.
+/// fastest available subflow that has not carried it (`reinjection_subflow`).
 pub fn next_reinjection(ctx: &SchedCtx) -> Option<Decision> {
     for dseq in ctx.reinject_queue() {
         let sent = ctx.sent_on(dseq);
-        if let Some(sf) = lowest_rtt_available(ctx.subflows(), sent) {
+        if let Some(sf) = reinjection_subflow(ctx.subflows(), sent, SubflowSet::EMPTY) {
             return Some(Decision {
                 dseq,
                 subflows: SubflowSet::one(sf),

@@ -151,6 +151,8 @@ pub struct Shared {
     /// `__mptcp_retransmit_pending_data`): the reinjections go out as pending data does, not
     /// only on idle subflows. Cleared once the queue is empty.
     pub rewound: bool,
+    /// Rewinds so far: a second stale mark or close during a rewind starts another.
+    pub rewinds: u32,
     pub penalize: Vec<usize>,
     pub sched_trace: Option<Vec<SchedSample>>,
 }
@@ -204,6 +206,10 @@ impl<'a> SchedCtx<'a> {
     /// See `Shared::rewound`.
     pub fn rewound(&self) -> bool {
         self.shared.rewound
+    }
+    /// How many rewinds the connection has started (`Shared::rewinds`).
+    pub fn rewinds(&self) -> u32 {
+        self.shared.rewinds
     }
 
     pub fn reinject_queue(&self) -> impl Iterator<Item = u64> + '_ {
@@ -322,6 +328,32 @@ pub fn lowest_rtt_available(views: &[SubflowView], exclude: SubflowSet) -> Optio
     pick(!regular_alive)
 }
 
+/// Where a segment sent before goes again (a reinjection, the out-of-tree meta socket's
+/// retransmission): the out-of-tree `get_available_subflow` with the segment's path mask
+/// `sent_on`. The lowest-RTT regular subflow that has not carried it; if a regular subflow that
+/// has not carried it is only out of window space, none yet; then the same among backup
+/// subflows; and when every subflow that could take it has carried it already, the kernel
+/// clears the mask and chooses again among all (its `restart`), so a segment stuck behind dead
+/// subflows still finds a live one. `exclude` is never chosen (a scheduler's own limits).
+pub fn reinjection_subflow(
+    views: &[SubflowView],
+    sent_on: SubflowSet,
+    exclude: SubflowSet,
+) -> Option<usize> {
+    let unused = SubflowSet(sent_on.0 | exclude.0);
+    if let Some(sf) = lowest_rtt_available(views, unused) {
+        return Some(sf);
+    }
+    // Waiting is right while a subflow that could still take it unused is merely busy.
+    let waits = views
+        .iter()
+        .any(|v| v.established && v.ca_state != CaState::Loss && !unused.contains(v.id));
+    if waits || sent_on.is_empty() {
+        return None;
+    }
+    lowest_rtt_available(views, exclude)
+}
+
 /// Whether the subflows in use are the backup ones: only when no regular subflow is
 /// established and out of timeout recovery (see `lowest_rtt_available`).
 pub fn backups_in_use(views: &[SubflowView]) -> bool {
@@ -332,11 +364,16 @@ pub fn backups_in_use(views: &[SubflowView]) -> bool {
 
 /// The established subflow with the lowest srtt among those in use (regular, or backup when
 /// no regular one can carry data): the "fast" subflow BLEST, ECF and MPTCP-SF compare with.
+/// A subflow recovering from a timeout is not in use: its srtt describes a path that stopped
+/// answering, and waiting for it would wait for good if the path is gone. (The out-of-tree
+/// ports of BLEST and ECF take the lowest srtt over every established subflow, timed-out
+/// ones included, and so wait at the end of a file behind a dead fast path; the papers'
+/// "fastest subflow" is one that carries data.)
 pub fn fastest_in_use(views: &[SubflowView]) -> Option<&SubflowView> {
     let backup = backups_in_use(views);
     views
         .iter()
-        .filter(|v| v.established && v.backup == backup)
+        .filter(|v| v.established && v.ca_state != CaState::Loss && v.backup == backup)
         .min_by_key(|v| (v.srtt, v.id))
 }
 
