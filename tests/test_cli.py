@@ -12,7 +12,7 @@ import pytest
 
 from mpsched import load, to_native
 
-from .conftest import Outcome, run_subprocess
+from .conftest import SCENARIOS, Outcome, run_subprocess
 
 REQUIRED_KEYS = {
     "goodput_mbps",
@@ -106,6 +106,41 @@ def test_bad_input_exits_2_with_one_line(args: list[str], field: str, bad_files:
 def test_unknown_scheduler_exits_2(native: ModuleType) -> None:
     outcome = run_subprocess("run", "--scheduler", "nope", "--set", "duration=1s")
     assert_one_line_error(outcome, "connection.scheduler: unknown scheduler 'nope'")
+
+
+def test_the_papers_scheduler_names_are_aliases_listed_and_run_as_the_registered_name(
+    native: ModuleType,
+) -> None:
+    """The aliases come from the Rust registry (the contract); a run reports the name."""
+    listed = run_subprocess("schedulers")
+    assert listed.code == 0
+    lines = listed.out.splitlines()
+    minrtt = next(i for i, line in enumerate(lines) if line.startswith("minrtt "))
+    assert "also: lowrtt" in lines[minrtt + 1]
+    entries = json.loads(run_subprocess("schedulers", "--json").out)
+    as_json = {e["name"]: e["aliases"] for e in entries}
+    assert as_json["minrtt"] == ["lowrtt"] and as_json["default"] == ["lowrtt+rp"]
+    run = run_subprocess("run", "--scheduler", "lowrtt", "--set", "duration=1s", "--json")
+    assert run.code == 0, run.err
+    same = run_subprocess("run", "--scheduler", "minrtt", "--set", "duration=1s", "--json")
+    a, b = run.json(), same.json()
+    assert a["scheduler"] == "minrtt"
+    assert a["goodput_mbps"] == b["goodput_mbps"] and a["subflows"] == b["subflows"]
+    # Competing flows take them too; a misspelt one is still refused, naming the field.
+    flows = run_subprocess(
+        "run",
+        str(SCENARIOS / "web-and-background.toml"),
+        "--json",
+        "--set",
+        "duration=1s",
+        "--set",
+        "flow.0.scheduler=round-robin",
+    )
+    assert flows.code == 0, flows.err
+    assert_one_line_error(
+        run_subprocess("run", "--scheduler", "LowRTT", "--set", "duration=1s"),
+        "connection.scheduler: unknown scheduler 'LowRTT'",
+    )
 
 
 def test_help_and_version() -> None:
