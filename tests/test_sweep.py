@@ -456,3 +456,39 @@ def test_trace_files_in_a_sweep_are_read_from_their_files_folders(tmp_path: Path
     assert sweep.base["path"][0]["trace"] == str(tmp_path / "scen" / "a.trace")
     (point,) = sweep.points
     assert point.overrides["path.lte.trace_up"] == str(tmp_path / "b.trace")
+
+
+def test_the_list_gives_each_experiment_its_runs_and_one_line_description() -> None:
+    from mpsched.sweep import tasks_of
+    from mpsched.sweepfile import EXPERIMENTS, experiments
+
+    done = subprocess.run(
+        [sys.executable, "-m", "mpsched", "sweep", "--list"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    listed = {line.split()[0]: line for line in done.stdout.splitlines() if "runs" in line}
+    assert sorted(listed) == experiments()
+    for name, line in listed.items():
+        sweep = load_sweep(EXPERIMENTS / f"{name}.toml")
+        assert line.rstrip().endswith(sweep.title), line
+        runs = int(line.split()[1].replace(",", ""))
+        if name in ("rfc6356", "lte-trace", "handover"):  # the list counts as the sweep runs
+            assert runs == len(tasks_of(sweep))
+        else:
+            assert runs == len(sweep.points) * (sweep.repetitions or 1)
+
+
+def test_the_experiments_headers_name_commands_that_exist_and_no_sizes() -> None:
+    """The sizes were stale comments ("300 runs" for 500); `sweep --list` prints them now."""
+    from mpsched.sweepfile import EXPERIMENTS, experiments
+
+    for path in sorted(EXPERIMENTS.glob("*.toml")):
+        for line in path.read_text().splitlines():
+            if not line.startswith("#   mpsched sweep "):
+                continue
+            target = line.split()[3]
+            assert target in experiments(), f"{path.name}: {line}"
+            assert "#" not in line[1:], f"{path.name}: a size in a comment goes stale: {line}"
