@@ -221,6 +221,33 @@ def test_run_out_writes_parquet(run_cli, fake: ModuleType, tmp_path: Path) -> No
     assert acks.height == 3
 
 
+def test_run_out_refuses_an_earlier_run_unless_forced(
+    run_cli, fake: ModuleType, tmp_path: Path
+) -> None:
+    """As `compare`: a second run into a folder would sit beside the first one's plots."""
+    out = tmp_path / "run"
+    assert run_cli("run", "--out", str(out), "--set", "duration=5s").code == 0
+    (out / "plots").mkdir()
+    (out / "plots" / "throughput.png").write_bytes(b"old")
+    (out / "capture.pcapng").write_bytes(b"old")
+    (out / "notes.txt").write_text("mine")
+    before = (out / "summary.json").read_text()
+    refused = run_cli("run", "--out", str(out), "--set", "duration=7s")
+    assert_one_line_error(refused, f"--out {out}: the folder is not empty")
+    assert "--force" in refused.err
+    assert (out / "summary.json").read_text() == before  # untouched
+    forced = run_cli("run", "--out", str(out), "--set", "duration=7s", "--force", "--json")
+    assert forced.code == 0, forced
+    assert json.loads((out / "summary.json").read_text()) == forced.json()
+    assert forced.json()["duration_s"] == 7.0
+    # The earlier run's plots and capture are gone; a file of the user's stays.
+    assert not (out / "plots").exists() and not (out / "capture.pcapng").exists()
+    assert (out / "notes.txt").read_text() == "mine"
+    # An empty folder is fine without --force.
+    (tmp_path / "empty").mkdir()
+    assert run_cli("run", "--out", str(tmp_path / "empty"), "--set", "duration=5s").code == 0
+
+
 def test_run_out_to_a_file_is_an_error(run_cli, fake: ModuleType, tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("")
