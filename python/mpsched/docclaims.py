@@ -3,7 +3,8 @@ fenced block right after a marker that says how it is kept true.
 
 A claim is either a ``console`` block, commands after ``$ `` each followed by what it printed,
 or an ``sh`` block of commands whose last one printed the Markdown table that follows the
-block. The marker, an HTML comment on the line before the fence, is one of:
+block (its table lines: ``mpsched table``'s caption is the page's prose there). The marker, an
+HTML comment on the line before the fence, is one of:
 
 - ``<!-- claim: check -->``: cheap (seconds); ``tests/test_docs.py`` runs it on every test run
   and fails when its output differs from the page's;
@@ -40,6 +41,7 @@ __all__ = [
     "KINDS",
     "VOLATILE",
     "Claim",
+    "ClaimError",
     "Mismatch",
     "align",
     "check_page",
@@ -61,11 +63,15 @@ VOLATILE = (
     r'"wall_s": [0-9.e+-]+',
 )
 
+#: Lines a command prints because of where the check runs, not what the page is about: tshark
+#: warns on stderr when run as root (CI runs as root). They are left out of outputs.
+IGNORED_LINES = (r'^Running as user "root" and group "root"\. This could be dangerous\.$',)
+
 _MARKER = re.compile(
     r"^<!-- claim: (?P<kind>[a-z]+)(?: (?P<date>\d{4}-\d{2}-\d{2}))?"
     r"(?:; vary: (?P<vary>.*?))? -->$"
 )
-_FENCE = re.compile(r"^```(?P<lang>[a-z]*)$")
+_FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>[a-z]*)$")
 _ELLIPSIS = "..."
 _PROMPT = "$ "
 
@@ -92,6 +98,7 @@ class Claim:
     vary: tuple[str, ...]
     lang: str
     commands: list[Command]
+    indent: str = ""  # of a block in a list item
     # Lines of the page (from 0) the outputs occupy, per command with a shown output:
     # (first, end) of the console lines, or of the table after an sh block.
     spans: list[tuple[int, int]] = field(default_factory=list)
@@ -99,6 +106,11 @@ class Claim:
     @property
     def where(self) -> str:
         return f"{self.page}:{self.line}"
+
+    def printed(self, output: list[str]) -> list[str]:
+        """What of a command's ``output`` the page shows: all of it, or after an sh block the
+        table."""
+        return output if self.lang == "console" else [x for x in output if x.startswith("|")]
 
 
 class ClaimError(ValueError):
@@ -137,12 +149,13 @@ def claims(page: Path) -> list[Claim]:
         fence = _FENCE.match(lines[n + 1]) if n + 1 < len(lines) else None
         if fence is None or fence["lang"] not in ("console", "sh"):
             raise ClaimError(f"{page}:{n + 1}: a claim marker precedes a console or sh block")
-        end = next((k for k in range(n + 2, len(lines)) if lines[k] == "```"), None)
+        indent = fence["indent"]
+        end = next((k for k in range(n + 2, len(lines)) if lines[k] == indent + "```"), None)
         if end is None:
             raise ClaimError(f"{page}:{n + 1}: the block does not end")
         vary = tuple(v.strip() for v in (m["vary"] or "").split(" | ") if v.strip())
-        claim = Claim(page, n + 1, kind, date, vary, fence["lang"], [])
-        body = lines[n + 2 : end]
+        claim = Claim(page, n + 1, kind, date, vary, fence["lang"], [], indent)
+        body = [line.removeprefix(indent) for line in lines[n + 2 : end]]
         if fence["lang"] == "console":
             _console(claim, body, n + 2)
         else:
@@ -334,7 +347,14 @@ def _run_block(claim: Claim, work: Path, env: dict[str, str], timeout: float) ->
         check=False,
     )
     parts = done.stdout.split(_SEPARATOR + "\n")[1:]
-    outputs = [part.rstrip("\n").splitlines() for part in parts]
+    outputs = [
+        [
+            line.rstrip()
+            for line in part.rstrip("\n").splitlines()
+            if not any(re.match(pattern, line) for pattern in IGNORED_LINES)
+        ]
+        for part in parts
+    ]
     while len(outputs) < len(claim.commands):  # bash stopped early
         outputs.append([f"(not run: the block's shell exited with {done.returncode})"])
     return outputs
@@ -350,7 +370,8 @@ class Outcome:
 
     def mismatches(self) -> list[Mismatch]:
         out = []
-        for command, actual in zip(self.claim.commands, self.outputs, strict=True):
+        for command, output in zip(self.claim.commands, self.outputs, strict=True):
+            actual = self.claim.printed(output)
             if command.shown is not None and not matches(command.shown, actual, self.claim.vary):
                 out.append(Mismatch(self.claim, command.text, command.shown, actual, self.seconds))
         return out
@@ -394,11 +415,13 @@ def regenerate_page(
     *,
     kinds: Sequence[str] = ("check", "measured"),
     today: str | None = None,
+    whole: bool = False,
     echo: Callable[[str], None] = print,
 ) -> list[str]:
     """Re-run ``page``'s claims of ``kinds`` and write what they print into the page (and
     today's date into the markers of measured claims). Returns the problems: claims whose
-    output changed more than its numbers, which need rewriting by hand."""
+    output changed more than its numbers, which need rewriting by hand (or, with ``whole``,
+    get their whole output, ``...`` lines dropped)."""
     today = today or _dt.date.today().isoformat()
     outcomes = run_claims(page, root, kinds, echo=echo)
     lines = page.read_text("utf-8").splitlines()
@@ -408,20 +431,23 @@ def regenerate_page(
         claim = outcome.claim
         echo(f"{claim.where}: {outcome.seconds:.1f} s")
         spans = iter(claim.spans)
-        for command, actual in zip(claim.commands, outcome.outputs, strict=True):
+        for command, output in zip(claim.commands, outcome.outputs, strict=True):
             if command.shown is None:
                 continue
+            actual = claim.printed(output)
             span = next(spans)
             new = rewrite(command.shown, actual)
+            if new is None and whole:
+                new = list(actual)
             if new is None:
                 problems.append(
                     f"{claim.where}: `{command.text}` printed something else than numbers "
                     "changed; rewrite its output by hand:\n" + "\n".join(actual)
                 )
                 continue
-            edits.append((span[0], span[1], new))
+            edits.append((span[0], span[1], [claim.indent + line for line in new]))
         if claim.kind == "measured":
-            marker = f"<!-- claim: measured {today}"
+            marker = f"{claim.indent}<!-- claim: measured {today}"
             marker += f"; vary: {' | '.join(claim.vary)} -->" if claim.vary else " -->"
             edits.append((claim.line - 1, claim.line, [marker]))
     for first, end, new in sorted(edits, reverse=True):

@@ -11,7 +11,9 @@ The numbers the pages claim (``mpsched.docclaims``: a command and its output, ma
   of the pages (default: README.md and docs/) and writes what they print into them, with today's
   date on the measured ones;
 - ``--check`` re-runs only the ``check`` claims and reports those that differ (as the test does);
-- ``--kind measured`` (or ``check``) limits ``--claims`` to one kind.
+- ``--kind measured`` (or ``check``) limits ``--claims`` to one kind;
+- ``--whole``: a claim whose output changed more than its numbers (a new line in a summary)
+  gets its whole new output instead of an error; put back its ``...`` by hand.
 """
 
 from __future__ import annotations
@@ -119,14 +121,20 @@ def pages(docs: Path) -> dict[Path, str]:
     }
 
 
-def _claims(paths: list[Path], kinds: tuple[str, ...], check: bool) -> int:
+def _claims(paths: list[Path], kinds: tuple[str, ...], check: bool, whole: bool) -> int:
     from mpsched import docclaims
 
     root = Path.cwd()
     if not (root / "README.md").is_file() or not (root / "scenarios").is_dir():
         print("error: run from the repository's root (README.md, scenarios/)")
         return 2
-    targets = paths or [p for p in docclaims.pages(root) if docclaims.claims(p)]
+    try:
+        targets = paths or [p for p in docclaims.pages(root) if docclaims.claims(p)]
+        for page in targets:
+            docclaims.claims(page)
+    except (docclaims.ClaimError, OSError) as exc:
+        print(f"error: {exc}")
+        return 2
     failed = 0
     for page in targets:
         if check:
@@ -136,7 +144,7 @@ def _claims(paths: list[Path], kinds: tuple[str, ...], check: bool) -> int:
                     failed += 1
                 print(f"{outcome.claim.where}: {outcome.seconds:.1f} s")
         else:
-            for problem in docclaims.regenerate_page(page, root, kinds=kinds):
+            for problem in docclaims.regenerate_page(page, root, kinds=kinds, whole=whole):
                 print(f"error: {problem}")
                 failed += 1
     return 1 if failed else 0
@@ -155,10 +163,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--kind", choices=("check", "measured"), help="with --claims: only claims of this kind"
     )
+    parser.add_argument(
+        "--whole",
+        action="store_true",
+        help="with --claims: a claim whose output changed more than its numbers gets its whole "
+        "new output (its ... lines dropped) instead of an error",
+    )
     args = parser.parse_args(argv)
     if args.claims or args.check:
         kinds = (args.kind,) if args.kind else ("check", "measured")
-        return _claims(args.paths, kinds, args.check)
+        return _claims(args.paths, kinds, args.check, args.whole)
     docs = args.paths[0] if args.paths else Path("docs")
     for path, text in pages(docs).items():
         if not path.exists() or path.read_text() != text:
