@@ -177,9 +177,16 @@ mod tests {
         let count = names.len();
         names.sort_unstable();
         names.dedup();
-        assert_eq!(names.len(), count, "a name is both registered and an alias, or twice");
+        assert_eq!(
+            names.len(),
+            count,
+            "a name is both registered and an alias, or twice"
+        );
         // An alias builds the registered scheduler, with its parameters.
-        let s = build("lowrtt+bm", &SchedParams::new().with("lambda", ParamValue::Num(3.0)));
+        let s = build(
+            "lowrtt+bm",
+            &SchedParams::new().with("lambda", ParamValue::Num(3.0)),
+        );
         assert_eq!(s.unwrap().name(), "bm");
         assert_eq!(aliases("minrtt").collect::<Vec<_>>(), ["lowrtt"]);
         assert!(lookup("LowRTT").is_none(), "names are case-sensitive");
