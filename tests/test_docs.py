@@ -169,3 +169,12 @@ def test_a_bad_marker_is_an_error_naming_the_page_and_line(tmp_path: Path) -> No
         with pytest.raises(docclaims.ClaimError, match=message) as err:
             docclaims.claims(page)
         assert f"{page}:1" in str(err.value)
+
+
+def test_the_quick_start_says_what_pip_install_is_doing_and_for_how_long() -> None:
+    """pip prints nothing while cargo builds: the README says so, how long, and how to see it."""
+    text = (ROOT / "README.md").read_text()
+    quick = text[text.index("## Quick start") : text.index("## Schedulers")]
+    assert "pip install ." in quick and "cargo" in quick
+    assert re.search(r"\d+ to \d+ minutes", quick), "how long a first build takes"
+    assert "pip install -v ." in quick, "how to see cargo's progress"
