@@ -103,6 +103,10 @@ def test_the_claim_pages_parse_and_the_long_ones_are_dated() -> None:
 def test_the_cheap_claims_print_what_the_page_shows(native: ModuleType, page: Path) -> None:
     from mpsched import docclaims
 
+    from .tshark import TSHARK
+
+    if TSHARK is None and "tshark" in page.read_text():  # .ci/run installs it and requires it
+        pytest.skip("tshark is not installed")
     outcomes = docclaims.check_page(page, ROOT)
     assert outcomes
     problems = [str(m) for o in outcomes for m in o.mismatches()]
