@@ -152,9 +152,8 @@ pub enum RecoveryName {
     #[default]
     Linux,
     Classic,
-    /// Linux's with a reordering window that never widens (`net.ipv4.tcp_recovery = 3`): for
-    /// tests of the adaptation; not offered to scenario files.
-    #[doc(hidden)]
+    /// Linux's with a reordering window that never widens (`net.ipv4.tcp_recovery = 3`): what
+    /// RACK's adaptation to reordering is worth (`scenarios/reordering.toml`).
     #[serde(rename = "linux-static-reo-wnd")]
     LinuxStaticReoWnd,
 }

@@ -18,7 +18,7 @@ mod registry;
 
 pub use crate::subflow::SubflowSet;
 pub use params::{ParamInfo, ParamValue, SchedParams};
-pub use registry::{build, lookup, registry, BuildError};
+pub use registry::{aliases, build, lookup, registry, BuildError};
 
 use crate::cc::CaState;
 use crate::conn::data::DataQueue;
