@@ -179,6 +179,30 @@ def test_exclude_leaves_out_the_combinations_it_names(tmp_path: Path) -> None:
     assert chosen == {("upstream", "linux"), ("upstream", "minrtt"), ("out-of-tree", "minrtt")}
 
 
+def test_a_star_sweeps_every_registered_scheduler(tmp_path: Path) -> None:
+    from mpsched import contract
+
+    base = ROOT / "scenarios" / "stms-lab.toml"
+    path = tmp_path / "star.toml"
+    path.write_text(
+        f'[sweep]\nscenario = "{base}"\n[[sweep.group]]\n'
+        'grid = { "connection.scheduler" = ["*"], "seed" = [1, 2] }\n'
+    )
+    names = [p.overrides["connection.scheduler"] for p in load_sweep(path).points]
+    assert names[::2] == list(contract.names("schedulers"))
+
+
+@pytest.mark.parametrize("experiment", ["handover", "lte-trace", "paper004-flows"])
+def test_the_every_scheduler_experiments_take_in_every_registered_one(experiment: str) -> None:
+    from mpsched import contract
+
+    swept = {
+        p.overrides.get("connection.scheduler")
+        for p in load_sweep(ROOT / "experiments" / f"{experiment}.toml").points
+    }
+    assert set(contract.names("schedulers")) <= swept
+
+
 def test_the_handover_sweep_leaves_out_only_linux_on_the_out_of_tree_stack() -> None:
     points = load_sweep(ROOT / "experiments" / "handover.toml").points
     combos = {

@@ -34,6 +34,7 @@ taken together), ``design`` + ``factors`` (ranges to fill), or several of them (
 combination of their settings), ``set`` (fixed overrides), and ``exclude`` (combinations to
 skip: a list of tables, a point is left out when it chose every value of one of them, e.g.
 ``exclude = [{ "connection.stack" = "out-of-tree", "connection.scheduler" = "linux" }]``). A
+scheduler key's grid values ``["*"]`` stand for every registered scheduler. A
 factor's range is two quantities with the same unit, or two numbers; ``log = [KEY, ...]``
 samples those factors uniformly in log space instead. Every point is validated before
 anything runs.
@@ -52,6 +53,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from . import contract
 from .errors import ScenarioError
 from .scenario import load, read_source, resolve_files
 from .units import UnitError, _split
@@ -244,6 +246,7 @@ def _group_points(where: str, group: object, default_name: str, base: Mapping[st
     fixed = group.get("set") or {}
     if not isinstance(grid, dict) or any(not isinstance(v, list) or not v for v in grid.values()):
         raise ScenarioError(f"{where}.grid: a table of non-empty value lists")
+    grid = {k: _every(k, v) for k, v in grid.items()}
     if not isinstance(fixed, dict):
         raise ScenarioError(f"{where}.set: a table of overrides")
     designs = _design_points(where, group)
@@ -264,6 +267,14 @@ def _group_points(where: str, group: object, default_name: str, base: Mapping[st
     if not out:
         raise ScenarioError(f"{where}.exclude: leaves no point to run")
     return out
+
+
+def _every(key: str, values: list[Any]) -> list[Any]:
+    """``["*"]`` for a scheduler key: every registered scheduler, in the registry's order, so a
+    sweep over all of them takes in one added later."""
+    if values == ["*"] and (key == "scheduler" or key.endswith(".scheduler")):
+        return list(contract.names("schedulers"))
+    return values
 
 
 def _exclusions(where: str, table: object) -> list[dict[str, Any]]:
