@@ -429,6 +429,7 @@ fn every_byte_arrives_exactly_once_and_in_order() {
 
 /// LowRTT that never looks at the reinjection queue: data a failed subflow held is never sent
 /// again by the scheduler.
+#[derive(Debug)]
 struct NeverReinjects;
 
 impl Scheduler for NeverReinjects {

@@ -262,11 +262,6 @@ mod tests {
     use crate::sched::testkit::*;
     use crate::sched::SchedParams;
 
-    #[test]
-    fn the_documented_defaults_are_the_defaults() {
-        assert_documented_defaults(&super::INFO, super::Blest::from_params);
-    }
-
     /// 10 ms and 100 ms subflows, initial windows of 10. The fast one fills its window
     /// first; then LowRTT would use the slow one.
     fn first_burst(rwnd_segments: u64) -> Vec<(u8, u64, u64)> {

@@ -164,11 +164,6 @@ mod tests {
     use crate::sched::testkit::*;
     use crate::sched::{ParamValue, SchedParams};
 
-    #[test]
-    fn the_documented_defaults_are_the_defaults() {
-        assert_documented_defaults(&super::INFO, super::BufferbloatMitigation::from_params);
-    }
-
     /// Subflow 0 (10 ms) has its first ACKs delayed to 200 ms and 400 ms: its srtt grows to
     /// 33.75 ms and then 79.5 ms while its smallest srtt stays 10 ms.
     fn bloated(scheduler: &str, p: &SchedParams) -> (usize, usize) {

@@ -319,11 +319,6 @@ mod tests {
     use crate::sched::SchedParams;
 
     #[test]
-    fn the_documented_defaults_are_the_defaults() {
-        assert_documented_defaults(&super::INFO, super::Daps::from_params);
-    }
-
-    #[test]
     fn the_slow_subflow_is_given_segments_ahead_in_proportion_to_the_delays() {
         // 10 ms and 100 ms: one-way delays 5 ms and 50 ms, 4 ms ticks: D = 1 and 13
         // (round(1.25), round(12.5)); hyperperiod 13. In one hyperperiod the fast subflow

@@ -210,11 +210,6 @@ mod tests {
     use crate::sched::testkit::*;
     use crate::sched::{ParamValue, SchedParams};
 
-    #[test]
-    fn the_documented_defaults_are_the_defaults() {
-        assert_documented_defaults(&super::INFO, super::Ecf::from_params);
-    }
-
     /// A file of `segments` over 10 ms and 100 ms subflows (srtt from the handshake,
     /// rttvar = srtt / 2, so delta = 50 ms); returns what went out at the start.
     fn start(segments: u64, p: &SchedParams) -> Vec<(u8, u64, u64)> {

@@ -64,7 +64,7 @@ pub const INFO: SchedInfo = SchedInfo {
 /// `MPTCP_SEND_BURST_SIZE`: 64 KiB minus the TCP/IP header and option space (65,428 bytes).
 pub const SEND_BURST_BYTES: u64 = 65_428;
 
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct LinuxSched {
     /// Per subflow `avg_pacing_rate` (bits per second; 0 = not yet set).
     avg_pacing: Vec<u64>,

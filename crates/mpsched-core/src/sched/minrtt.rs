@@ -15,7 +15,7 @@ pub const INFO: SchedInfo = SchedInfo {
     build: |_| Ok(Box::new(MinRtt::new())),
 };
 
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct MinRtt;
 
 impl MinRtt {

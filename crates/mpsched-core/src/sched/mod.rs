@@ -269,7 +269,9 @@ impl<'a> SchedCtx<'a> {
     }
 }
 
-pub trait Scheduler {
+/// `Debug` shows a scheduler's configuration and state: the registry's test compares a
+/// scheduler built with each documented default written out against one built without it.
+pub trait Scheduler: std::fmt::Debug {
     fn name(&self) -> &'static str;
 
     /// The next segment to send and where, or `None` to send nothing now.

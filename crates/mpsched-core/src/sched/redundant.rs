@@ -39,7 +39,7 @@ pub const INFO: SchedInfo = SchedInfo {
     build: |_| Ok(Box::new(Redundant::new())),
 };
 
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct Redundant {
     /// Per subflow: the next data segment it should carry.
     next: Vec<u64>,

@@ -156,6 +156,15 @@ mod tests {
     use super::*;
     use crate::sched::ParamValue;
 
+    /// Every registered scheduler, one added later included: a documented default that is not
+    /// the code's fails here.
+    #[test]
+    fn every_scheduler_s_documented_defaults_are_its_defaults() {
+        for info in registry() {
+            crate::sched::testkit::assert_documented_defaults(info);
+        }
+    }
+
     #[test]
     fn every_entry_builds_and_names_itself() {
         for info in SCHEDULERS {

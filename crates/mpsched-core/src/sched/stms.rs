@@ -469,12 +469,6 @@ mod tests {
     use crate::sched::{Scheduler, SubflowSet};
     use crate::time::Dur;
 
-    #[test]
-    fn the_documented_defaults_are_the_defaults() {
-        assert_documented_defaults(&super::INFO_C, Stms::calculated);
-        assert_documented_defaults(&super::INFO_A, Stms::adjusted);
-    }
-
     /// The gap values recorded so far.
     fn gaps(s: &mut Sender) -> Vec<f64> {
         s.take_sched_samples()
