@@ -22,6 +22,13 @@ use mpsched_sim::config::{
 };
 use mpsched_sim::Simulation;
 
+// docs/extending.md's worked example, as a scheduler would be written in the core
+// (`crate::sched` is the core's scheduler module here too).
+use mpsched_core::sched;
+#[path = "../../../docs/extending/widest.rs"]
+#[allow(dead_code)]
+mod widest;
+
 fn log_uniform(r: &mut Rng, lo: f64, hi: f64) -> f64 {
     (lo.ln() + r.next_f64() * (hi.ln() - lo.ln())).exp()
 }
@@ -425,6 +432,28 @@ fn every_byte_arrives_exactly_once_and_in_order() {
         failures.len(),
         failures.join("\n")
     );
+}
+
+/// docs/extending.md's worked example keeps the property on every case, as a registered
+/// scheduler would (its claim that registering it needs nothing more).
+#[test]
+fn the_worked_example_of_docs_extending_keeps_it() {
+    let ccs: Vec<&str> = CONGESTION_CONTROLS.iter().map(|c| c.name).collect();
+    let build = || Box::new(widest::Widest::from_params(&sched::SchedParams::new()).unwrap());
+    for case in 0..cases() {
+        for (failover, net) in [
+            (false, random_scenario(case)),
+            (true, random_failover(case)),
+        ] {
+            for &cc in &ccs {
+                // Competing flows need a registered scheduler; the main connection runs widest.
+                let cfg = with(net.clone(), "minrtt", cc).unwrap();
+                if let Err(e) = check(cfg, Some(build()), failover) {
+                    panic!("case {case} (failover {failover}) {cc}: {e}");
+                }
+            }
+        }
+    }
 }
 
 /// LowRTT that never looks at the reinjection queue: data a failed subflow held is never sent

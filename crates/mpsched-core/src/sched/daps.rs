@@ -37,8 +37,8 @@
 //! later than planned: DAPS orders arrivals well when the delays differ a lot and the slow
 //! path carries little, less so between paths of similar capacity.
 
-use super::minrtt::next_reinjection;
 use crate::cc::CaState;
+use crate::sched::next_reinjection;
 use crate::sched::{
     lowest_rtt_available, Decision, ParamInfo, Reason, SchedCtx, SchedInfo, SchedParams, Scheduler,
     SubflowSet,

@@ -3,7 +3,7 @@
 //! Segments waiting for reinjection go first, on a subflow they have not been sent on.
 
 use crate::sched::{
-    lowest_rtt_available, reinjection_subflow, Decision, Reason, SchedCtx, SchedInfo, Scheduler,
+    lowest_rtt_available, next_reinjection, Decision, Reason, SchedCtx, SchedInfo, Scheduler,
     SubflowSet,
 };
 
@@ -22,22 +22,6 @@ impl MinRtt {
     pub fn new() -> MinRtt {
         MinRtt
     }
-}
-
-/// The reinjection step shared by the LowRTT family: the oldest queued segment goes on the
-/// fastest available subflow that has not carried it (`reinjection_subflow`).
-pub fn next_reinjection(ctx: &SchedCtx) -> Option<Decision> {
-    for dseq in ctx.reinject_queue() {
-        let sent = ctx.sent_on(dseq);
-        if let Some(sf) = reinjection_subflow(ctx.subflows(), sent, SubflowSet::EMPTY) {
-            return Some(Decision {
-                dseq,
-                subflows: SubflowSet::one(sf),
-                reason: Reason::Reinjection,
-            });
-        }
-    }
-    None
 }
 
 impl Scheduler for MinRtt {

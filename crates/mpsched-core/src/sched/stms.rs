@@ -107,8 +107,8 @@
 //! carried them (as LowRTT's), which the paper does not change. Backup subflows rank after
 //! regular ones.
 
-use super::minrtt::next_reinjection;
 use crate::cc::CaState;
+use crate::sched::next_reinjection;
 use crate::sched::{
     Decision, ParamInfo, Reason, SchedCtx, SchedInfo, SchedParams, Scheduler, SubflowSet,
     SubflowView,
