@@ -161,3 +161,18 @@ def test_a_scheduler_duration_needs_its_unit() -> None:
         mpsched.run(
             scheduler="stms-a", duration="1s", **{"connection.scheduler_params.adjust_interval": 60}
         )
+
+
+def test_every_duration_has_one_grammar() -> None:
+    """Python's scenario units and the core's scheduler parameters read durations with the
+    same units (the contract publishes the core's), so `jitter = "50µs"` and
+    `adjust_interval = "50µs"` both work."""
+    from mpsched.units import _DURATION_UNITS
+
+    assert dict(contract.contract()["duration_units"]) == _DURATION_UNITS
+    out = mpsched.run(
+        scheduler="stms-a",
+        duration="1s",
+        **{"connection.scheduler_params.adjust_interval": "50µs", "path.wifi.jitter": "50µs"},
+    )
+    assert out.summary["bytes_delivered"] > 0

@@ -65,6 +65,8 @@ pub struct Contract {
     pub loss_recoveries: &'static [Choice],
     pub timer_hz: &'static [Choice],
     pub workloads: &'static [Choice],
+    /// Every duration's units, in nanoseconds (`sched::params::DURATION_UNITS`).
+    pub duration_units: &'static [(&'static str, u64)],
     pub records: Records,
     pub traces: &'static [Table],
 }
@@ -184,6 +186,7 @@ pub fn contract() -> Contract {
         loss_recoveries: LOSS_RECOVERIES,
         timer_hz: TIMER_HZ,
         workloads: WORKLOADS,
+        duration_units: mpsched_core::sched::params::DURATION_UNITS,
         records: Records {
             summary: Summary::FIELDS,
             subflow: SubflowSummary::FIELDS,
