@@ -182,4 +182,3 @@ def test_the_quick_start_says_what_pip_install_is_doing_and_for_how_long() -> No
     assert "pip install ." in quick and "cargo" in quick
     assert re.search(r"\d+ to \d+ minutes", quick), "how long a first build takes"
     assert "pip install -v ." in quick, "how to see cargo's progress"
-
