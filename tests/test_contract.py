@@ -293,7 +293,7 @@ def _keys(value: object, table: str, out: dict[str, set[str]]) -> None:
     elif isinstance(value, dict) and table:
         for k, v in value.items():
             out.setdefault(table, set()).add(k)
-            if table == "shared_link" and k in ("down", "up") or k in nested:
+            if k in nested:
                 _keys(v, nested.get(k, ""), out)
 
 
