@@ -882,6 +882,18 @@ impl Sender {
             if !self.views.iter().any(|v| v.cwnd_space > 0) {
                 break;
             }
+            // The views are cached between events; in tests every decision checks them
+            // against fresh ones, so a view field that some event changes without marking
+            // its subflow stale fails at once instead of misleading a scheduler.
+            debug_assert!(
+                (0..self.subflows.len()).all(|i| self.views[i]
+                    == SubflowView::of(
+                        &self.subflows[i],
+                        self.usable(i, now),
+                        self.cfg.subflows[i].backup
+                    )),
+                "a cached subflow view is stale at {now:?}"
+            );
             let decision = {
                 let mut ctx = SchedCtx::new(now, &self.views, &self.data, &mut self.shared);
                 self.sched.next(&mut ctx)
