@@ -135,14 +135,12 @@ pub fn serve(
         loop {
             match rx.recv(socket) {
                 Ok(_) => {
-                    for d in rx.iter() {
-                        match d.from {
-                            Some(from) if !d.truncated => server.handle(clock.now(), from, d.data),
-                            // Longer than any datagram of the wire format, or from no IP
-                            // address: dropped and counted, never parsed in part.
-                            _ => server.drops.malformed += 1,
-                        }
-                    }
+                    rx.for_each_mut(|from, truncated, data| match from {
+                        Some(from) if !truncated => server.handle_mut(clock.now(), from, data),
+                        // Longer than any datagram of the wire format, or from no IP
+                        // address: dropped and counted, never parsed in part.
+                        _ => server.drops.malformed += 1,
+                    });
                     if !rx.is_full() {
                         // Drained (what arrives meanwhile wakes the next wait at once).
                         break;
@@ -163,9 +161,11 @@ pub fn serve(
             tx.push(Some(to), d);
             if tx.is_full() {
                 tx.flush(socket)?;
+                tx.take_spent().for_each(|b| server.recycle(b));
             }
         }
         tx.flush(socket)?;
+        tx.take_spent().for_each(|b| server.recycle(b));
     }
     Ok(())
 }
@@ -177,33 +177,39 @@ fn transmit(client: &mut Client, sockets: &[UdpSocket], tx: &mut [SendBatch]) ->
         tx[p].push(None, d);
         if tx[p].is_full() {
             tx[p].flush(&sockets[p])?;
+            tx[p].take_spent().for_each(|b| client.recycle(b));
         }
     }
     for (t, s) in tx.iter_mut().zip(sockets) {
         t.flush(s)?;
+        t.take_spent().for_each(|b| client.recycle(b));
     }
     Ok(())
 }
 
-/// Hands what waits on path `p`'s socket to the client; `Err` for an error that stops.
+/// Hands what waits on path `p`'s socket to the client, and the stream's bytes that it put in
+/// order to `sink` after each batch (so that the reassembly ring never waits for room);
+/// `Err` for an error that stops.
 fn receive(
     client: &mut Client,
     clock: &Clock,
     p: usize,
     socket: &UdpSocket,
     rx: &mut RecvBatch,
+    sink: &mut impl FnMut(&[u8]) -> io::Result<()>,
 ) -> io::Result<()> {
     loop {
         match rx.recv(socket) {
             Ok(_) => {
-                for d in rx.iter() {
-                    if d.truncated {
+                rx.for_each_mut(|_, truncated, data| {
+                    if truncated {
                         // Longer than any datagram of the wire format: never parsed in part.
                         client.drops.malformed += 1;
                     } else {
-                        client.handle(clock.now(), p, d.data);
+                        client.handle_mut(clock.now(), p, data);
                     }
-                }
+                });
+                client.read_with(&mut *sink)?;
                 if !rx.is_full() {
                     return Ok(());
                 }
@@ -260,9 +266,7 @@ pub fn run_client(
             client.handle_timeout(now);
         }
         transmit(client, sockets, &mut tx)?;
-        while let Some(bytes) = client.read() {
-            sink(&bytes)?;
-        }
+        client.read_with(&mut sink)?;
         if now.0 - last_tick.0 >= 100_000_000 {
             tick(client, now);
             last_tick = now;
@@ -281,7 +285,7 @@ pub fn run_client(
                 wait(&refs, clock, Some(end), Duration::from_millis(100))?;
                 for (p, s) in sockets.iter().enumerate() {
                     // An error here ends nothing: the stream is done.
-                    let _ = receive(client, clock, p, s, &mut rx);
+                    let _ = receive(client, clock, p, s, &mut rx, &mut sink);
                 }
             }
             return Ok(());
@@ -295,7 +299,7 @@ pub fn run_client(
         };
         wait(&refs, clock, deadline, Duration::from_millis(100))?;
         for (p, s) in sockets.iter().enumerate() {
-            receive(client, clock, p, s, &mut rx)?;
+            receive(client, clock, p, s, &mut rx, &mut sink)?;
         }
     }
 }

@@ -199,8 +199,10 @@ fn an_unauthenticated_flood_gets_no_answer() {
     let flood = n();
     for _ in 0..flood {
         // Initials of the right size and kind, from a spoofed address, without the key.
-        let mut d = vec![0x11];
-        d.extend((0..52).map(|_| rng.next() as u8));
+        let mut d = vec![mpsched_udp::wire::VERSION << 4 | Kind::Initial as u8];
+        let rest =
+            mpsched_udp::wire::HANDSHAKE_HEADER_LEN - 1 + mpsched_udp::session::HANDSHAKE_MSG_LEN;
+        d.extend((0..rest).map(|_| rng.next() as u8));
         server.handle(Time::ZERO, ATTACKER, &d);
     }
     assert_eq!(server.drops.unauthenticated, flood);
