@@ -83,11 +83,27 @@ fn main() {
     let cpu = cpu_seconds() - cpu0;
     assert!(client.is_complete(), "{got} of {size}");
     println!(
-        "paths {paths} bytes {got} seconds {secs:.3} goodput_mbps {:.0} cpu_s {cpu:.2} cpu_s_per_gb {:.2} client_drops {:?} server_drops {:?} sha256 {:x}",
+        "paths {paths} aead {} bytes {got} seconds {secs:.3} goodput_mbps {:.0} cpu_s {cpu:.2} cpu_s_per_gb {:.2} client_drops {:?} server_drops {:?} sha256 {:x}",
+        client.suite().map_or("none", |s| s.name()),
         got as f64 * 8.0 / secs / 1e6,
         cpu / (got as f64 / 1e9),
         client.drops,
         drops,
         hash.finalize()
     );
+    // Each subflow's end state: a standing queue shows as a smoothed RTT far above the least.
+    for s in client.server_stats().unwrap_or(&[]) {
+        println!(
+            "  subflow {} packets {} retransmits {} srtt_ms {:.3} min_rtt_ms {:.3} cwnd {}",
+            s.subflow,
+            s.packets_sent,
+            s.retransmits,
+            f64::from(s.srtt_us) / 1e3,
+            f64::from(s.min_rtt_us) / 1e3,
+            s.cwnd
+        );
+    }
+    if let Some(rx) = client.receiver() {
+        println!("  acks sent {}", rx.stats.acks_sent);
+    }
 }

@@ -11,6 +11,7 @@ use crate::wire::{Frame, Header, Kind, SubflowStats, MAX_DATAGRAM};
 use mpsched_core::conn::{Receiver, ReceiverConfig, Stack};
 use mpsched_core::jiffies::Jiffies;
 use mpsched_core::packet::{Ack, Packet, Payload, SackBlock, MAX_SACK_BLOCKS};
+use mpsched_core::subflow::rx::AckPolicy;
 use mpsched_core::trace::DeliveryTrace;
 use mpsched_core::units::{wire, Bytes};
 use mpsched_core::{Dur, Time};
@@ -30,6 +31,9 @@ pub struct ClientConfig {
     pub trace: bool,
     /// Offer only this AEAD suite (else every one, the server picks: `aead::pick`).
     pub aead: Option<Suite>,
+    /// How often in-order segments are ACKed: Linux's (the default, which fidelity runs
+    /// keep) or fewer (`AckPolicy`, ACK_FREQUENCY's way).
+    pub ack_policy: AckPolicy,
 }
 
 impl Default for ClientConfig {
@@ -40,6 +44,7 @@ impl Default for ClientConfig {
             stack: Stack::Upstream,
             trace: false,
             aead: None,
+            ack_policy: AckPolicy::LINUX,
         }
     }
 }
@@ -268,6 +273,7 @@ impl Client {
                         stack: self.cfg.stack,
                         total: self.total.map(Bytes),
                         jiffies: Jiffies::EXACT,
+                        ack_policy: self.cfg.ack_policy,
                         trace: self.cfg.trace,
                     }));
                     // Room for the window the receiver advertises at most, and the segments
