@@ -3,9 +3,11 @@
 //! a generated stream hashed by the client (SHA-256, as `get` does). Prints goodput and the
 //! process's CPU seconds (user + system, both ends) per GB.
 //!
-//! `cargo run --release -p mpsched-udp --example loopback_bench -- [bytes] [paths]`
-//! (default 1 GB over one path; a second path binds 127.0.0.2).
+//! `cargo run --release -p mpsched-udp --example loopback_bench -- [bytes] [paths] [ack_every]`
+//! (default 1 GB over one path with Linux's delayed ACK; a second path binds 127.0.0.2;
+//! `ack_every` N: an ACK per N in-order segments, as `mpsched get --ack-every N`).
 
+use mpsched_core::subflow::rx::AckPolicy;
 use mpsched_udp::client::{Client, ClientConfig};
 use mpsched_udp::driver::{client_sockets, run_client, serve, Clock};
 use mpsched_udp::server::{Server, ServerConfig};
@@ -29,6 +31,10 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let size: u64 = args.next().map_or(1_000_000_000, |s| s.parse().unwrap());
     let paths: usize = args.next().map_or(1, |s| s.parse().unwrap());
+    let ack_policy = args.next().map_or(AckPolicy::LINUX, |s| AckPolicy {
+        every: s.parse().unwrap(),
+        max_delay: mpsched_udp::app::ACK_FREQUENCY_DELAY,
+    });
     let psk = Psk::from_secret(b"a bench secret of at least 32 bytes!!").unwrap();
     let source: Arc<dyn Source + Sync> = Arc::new(Pattern { len: Some(size) });
     let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -52,6 +58,7 @@ fn main() {
         0xbe4c,
         ClientConfig {
             paths,
+            ack_policy,
             ..ClientConfig::default()
         },
         clock.now(),

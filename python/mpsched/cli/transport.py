@@ -4,6 +4,7 @@ multipath transport over UDP (crates/mpsched-udp, docs/wire.md)."""
 from __future__ import annotations
 
 import json
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -30,6 +31,17 @@ key_file_option = click.option(
     type=click.Path(path_type=Path, dir_okay=False),
     help=f"File holding the pre-shared secret (else ${transport.SECRET_ENV}).",
 )
+
+
+def _stop_on_sigterm() -> None:
+    """SIGTERM stops serving as Ctrl-C does (the report is printed): a server started from a
+    non-interactive shell has SIGINT ignored, and keeps it so, so benchmarks and scripts stop
+    it with SIGTERM."""
+
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
 
 
 @click.command("serve")
@@ -65,6 +77,7 @@ def serve_command(
             raise ScenarioError(f"--param: {p!r} is not KEY=VALUE")
         pairs[key] = value
     click.echo(f"serving {file or (size or 'an endless stream')} on {bind} ({scheduler})", err=True)
+    _stop_on_sigterm()
     report = transport.serve(
         file,
         bind=bind,
