@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["QUINN_ENV", "bench_transport", "quinn_peer"]
+__all__ = ["QUINN_ENV", "bench_shaped", "bench_transport", "quinn_peer"]
 
 IPPROTO_MPTCP = 262
 SOL_MPTCP = 284
@@ -207,12 +207,19 @@ def _pair(
     return sample
 
 
-def _mpsched(size: int, paths: list[str], extra: list[str]) -> dict[str, Any]:
+def _mpsched(
+    size: int, paths: list[str], extra: list[str], netns: str | None = None
+) -> dict[str, Any]:
     env = {**os.environ, "MPSCHED_SECRET": secrets.token_hex(32)}
     port = _free_port(socket.SOCK_DGRAM)
-    mpsched = [sys.executable, "-m", "mpsched"]
+    prefix = [shutil.which("ip") or "ip", "netns", "exec", netns] if netns else []
+    mpsched = [*prefix, sys.executable, "-m", "mpsched"]
 
     def ready(p: _Proc) -> bool:
+        if netns:
+            # Another namespace's sockets are not in this one's /proc/net/udp.
+            time.sleep(1.0)
+            return p.running()
         end = time.monotonic() + 30
         while time.monotonic() < end and p.running():
             if _udp_bound(port):
@@ -278,6 +285,52 @@ def _kernel(size: int, proto: int, netns: str | None = None) -> dict[str, Any]:
     return _pair(argv("server"), lambda p: p.first_line(30) == "ready", argv("client"), parse)
 
 
+def _run_steps(steps: list[list[str]]) -> str | None:
+    """Runs each command; the first failure's message."""
+    for step in steps:
+        done = subprocess.run(step, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            return f"{' '.join(step[1:])}: {done.stderr.strip()}"
+    return None
+
+
+class _ShapedLoopback:
+    """A network namespace whose loopback carries each path at ``rate`` (HTB, one class per
+    path each way): path 0 is 127.0.0.1 to 127.0.0.1, path 1 everything from or to
+    127.0.0.2. The machine's own loopback is left alone."""
+
+    def __init__(self, rate: str) -> None:
+        self.name = f"mpsched-shaped-{os.getpid()}"
+        self.ip = shutil.which("ip")
+        tc = shutil.which("tc")
+        if self.ip is None or tc is None:
+            self.error: str | None = "no `ip` or `tc` command"
+            return
+        ip, ns = self.ip, self.name
+
+        def tc_in(words: str) -> list[str]:
+            return [str(tc), "-n", ns, *words.split()]
+
+        htb = f"rate {rate} ceil {rate} burst 256k cburst 256k".split()
+        steps = [
+            [ip, "netns", "add", ns],
+            [ip, "-n", ns, "link", "set", "lo", "up"],
+            tc_in("qdisc add dev lo root handle 1: htb default 10"),
+        ]
+        for c in ("1:10", "1:20"):
+            steps.append(
+                [tc, "-n", ns, *f"class add dev lo parent 1: classid {c} htb".split(), *htb]
+            )
+        for way in ("src", "dst"):
+            match = f"prio 1 u32 match ip {way} 127.0.0.2/32 flowid 1:20".split()
+            steps.append([*tc_in("filter add dev lo parent 1: protocol ip"), *match])
+        self.error = _run_steps(steps)
+
+    def close(self) -> None:
+        if self.ip is not None:
+            subprocess.run([self.ip, "netns", "del", self.name], capture_output=True, check=False)
+
+
 class _MptcpNamespace:
     """A network namespace of its own for kernel MPTCP: its loopback up, path managers'
     limits raised, and 127.0.0.2 an endpoint from which the client opens a second subflow
@@ -298,11 +351,7 @@ class _MptcpNamespace:
             [ip, "-n", ns, "mptcp", "limits", "set", "subflow", "2"],
             [ip, "-n", ns, "mptcp", "endpoint", "add", "127.0.0.2", "dev", "lo", "subflow"],
         ]
-        for step in steps:
-            done = subprocess.run(step, capture_output=True, text=True, check=False)
-            if done.returncode != 0:
-                self.error = f"{' '.join(step[1:])}: {done.stderr.strip()}"
-                return
+        self.error = _run_steps(steps)
 
     def close(self) -> None:
         if self.ip is not None:
@@ -377,3 +426,48 @@ def bench_transport(
         "load_after": list(os.getloadavg()),
         "rows": rows,
     }
+
+
+def bench_shaped(
+    size: int,
+    rounds: int = 3,
+    rate: str = "1gbit",
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """The transport over one path and two when each path carries at most ``rate`` (a
+    loopback shaped in a namespace of its own): rounds interleaved, medians and ranges, and
+    the two paths' goodput and CPU per GB over one path's."""
+    shaped = _ShapedLoopback(rate)
+    if shaped.error is not None:
+        shaped.close()
+        return {"error": shaped.error}
+    systems: list[tuple[str, Callable[[], dict[str, Any]]]] = [
+        (f"mpsched, 1 path of {rate}", lambda: _mpsched(size, ["127.0.0.1"], [], shaped.name)),
+        (
+            f"mpsched, 2 paths of {rate}",
+            lambda: _mpsched(size, ["127.0.0.1", "127.0.0.2"], [], shaped.name),
+        ),
+    ]
+    load_before = os.getloadavg()
+    samples: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in systems}
+    try:
+        for r in range(rounds):
+            for name, run in systems:
+                if progress is not None:
+                    progress(f"round {r + 1}/{rounds}: {name}")
+                samples[name].append(run())
+    finally:
+        shaped.close()
+    rows = [_summary(name, samples[name]) for name, _ in systems]
+    report: dict[str, Any] = {
+        "bytes": size,
+        "rounds": rounds,
+        "load_before": list(load_before),
+        "load_after": list(os.getloadavg()),
+        "rows": rows,
+    }
+    one, two = rows
+    if "error" not in one and "error" not in two:
+        report["goodput_ratio"] = two["goodput_mbps"] / one["goodput_mbps"]
+        report["cpu_ratio"] = two["cpu_s_per_gb"] / one["cpu_s_per_gb"]
+    return report

@@ -119,6 +119,13 @@ def bench_sweep() -> dict[str, Any]:
     help="With --transport: interleaved rounds (each system once per round).",
 )
 @click.option(
+    "--shape",
+    metavar="RATE",
+    default=None,
+    help="With --transport: instead, one path and two each shaped to RATE (e.g. 1gbit) on a "
+    "loopback in a namespace of its own (root).",
+)
+@click.option(
     "--quinn",
     type=click.Path(path_type=Path, dir_okay=False, exists=True),
     default=None,
@@ -132,6 +139,7 @@ def bench_command(
     transport: bool,
     transport_size: str,
     rounds: int,
+    shape: str | None,
     quinn: Path | None,
 ) -> None:
     """Measure simulator speed: fixed scenarios (or the default one) and a bare heap loop."""
@@ -144,9 +152,13 @@ def bench_command(
             size = parse_size(transport_size)
         except ValueError as exc:
             raise ScenarioError(f"--transport-size: {exc}") from exc
-        report = bench_transport(
-            size, rounds, quinn=quinn, progress=lambda m: click.echo(m, err=True)
-        )
+        say = lambda m: click.echo(m, err=True)  # noqa: E731
+        if shape is not None:
+            from ..transport_bench import bench_shaped
+
+            report = bench_shaped(size, rounds, shape, progress=say)
+        else:
+            report = bench_transport(size, rounds, quinn=quinn, progress=say)
         if as_json:
             click.echo(json.dumps(report, indent=2))
             return

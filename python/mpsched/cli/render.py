@@ -349,6 +349,9 @@ def print_transport_bench(report: Mapping[str, Any]) -> None:
         lo, hi = row[f"{key}_range"]
         return f"{format(row[key], fmt)} ({format(lo, fmt)}-{format(hi, fmt)})"
 
+    if "error" in report:
+        click.echo(f"error: {report['error']}")
+        return
     load = report["load_before"][0], report["load_after"][0]
     click.echo(
         f"{report['bytes']:,} bytes over loopback, {report['rounds']} interleaved rounds, "
@@ -366,4 +369,9 @@ def print_transport_bench(report: Mapping[str, Any]) -> None:
         click.echo(
             f"| {name} | {cell(r, 'goodput_mbps', ',.0f')} | {cell(r, 'cpu_s_per_gb', '.2f')} "
             f"| {r.get('aead') or '-'} |"
+        )
+    if "goodput_ratio" in report:
+        click.echo(
+            f"two paths / one: goodput {report['goodput_ratio']:.2f}x, "
+            f"CPU per GB {report['cpu_ratio']:.2f}x"
         )
