@@ -51,7 +51,7 @@ impl Scheduler for Timed {
     fn next(&mut self, ctx: &mut SchedCtx) -> Option<Decision> {
         let calls = self.cost.calls.get();
         self.cost.calls.set(calls + 1);
-        if calls % SAMPLE != 0 {
+        if !calls.is_multiple_of(SAMPLE) {
             return self.inner.next(ctx);
         }
         let start = Instant::now();
