@@ -98,6 +98,39 @@ def serve_command(
     )
 
 
+def _with_progress_bar(
+    n_paths: int,
+    fetch: Callable[[Callable[[int, int | None, list[int]], None]], dict[str, Any]],
+) -> dict[str, Any]:
+    """``fetch(progress)`` under a progress bar of the bytes and each path's rate."""
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+
+    start = time.monotonic()
+    last = {"t": start, "per_path": [0] * max(n_paths, 1)}
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        transient=True,
+    ) as bar:
+        task = bar.add_task("get", total=None)
+
+        def progress(done: int, total: int | None, per_path: list[int]) -> None:
+            now = time.monotonic()
+            dt = max(now - last["t"], 1e-3)
+            rates = [
+                f"{(b - a) * 8 / dt / 1e6:.0f}"
+                for a, b in zip(last["per_path"], per_path, strict=True)
+            ]
+            last.update(t=now, per_path=list(per_path))
+            bar.update(
+                task, completed=done, total=total, description=f"paths {'/'.join(rates)} Mbit/s"
+            )
+
+        return fetch(progress)
+
+
 @click.command("get")
 @click.argument("server")
 @click.option(
@@ -139,34 +172,10 @@ def get_command(
     as_json: bool,
 ) -> None:
     """Download from an `mpsched serve` at SERVER (host:port) over one path per --path."""
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
-
     secret = transport.secret_from(key_file)
-    start = time.monotonic()
-    last = {"t": start, "per_path": [0] * max(len(paths), 1)}
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        DownloadColumn(),
-        TransferSpeedColumn(),
-        disable=as_json,
-        transient=True,
-    ) as bar:
-        task = bar.add_task("get", total=None)
 
-        def progress(done: int, total: int | None, per_path: list[int]) -> None:
-            now = time.monotonic()
-            dt = max(now - last["t"], 1e-3)
-            rates = [
-                f"{(b - a) * 8 / dt / 1e6:.0f}"
-                for a, b in zip(last["per_path"], per_path, strict=True)
-            ]
-            last.update(t=now, per_path=list(per_path))
-            bar.update(
-                task, completed=done, total=total, description=f"paths {'/'.join(rates)} Mbit/s"
-            )
-
-        summary = transport.get(
+    def fetch(progress: Callable[[int, int | None, list[int]], None] | None) -> dict[str, Any]:
+        return transport.get(
             server,
             paths,
             secret=secret,
@@ -178,6 +187,10 @@ def get_command(
             aead=aead,
             ack_every=ack_every,
         )
+
+    # With --json nothing is drawn, and the progress bar's library is not even imported (a
+    # tenth of a CPU-second: issue 29 counts both ends' CPU per GB).
+    summary = fetch(None) if as_json else _with_progress_bar(len(paths), fetch)
     if as_json:
         click.echo(json.dumps(summary, indent=2))
         return
