@@ -294,12 +294,25 @@ def _run_steps(steps: list[list[str]]) -> str | None:
     return None
 
 
+_RATE_UNITS = {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9}
+
+
+def _rate_bps(rate: str) -> float:
+    """A ``tc`` rate such as ``1gbit`` in bits per second."""
+    for unit, scale in _RATE_UNITS.items():
+        if rate.lower().endswith(unit):
+            return float(rate[: -len(unit)]) * scale
+    raise ValueError(f"rate {rate!r}: a number and one of {', '.join(_RATE_UNITS)}")
+
+
 class _ShapedLoopback:
     """A network namespace whose loopback carries each path at ``rate`` (HTB, one class per
-    path each way): path 0 is 127.0.0.1 to 127.0.0.1, path 1 everything from or to
-    127.0.0.2. The machine's own loopback is left alone."""
+    path each way) through a drop-tail queue of ``buffer_ms`` at that rate (a router's
+    buffer: without it, a run of GSO datagrams counts as one packet of the default queue's
+    thousand, and the queue, tens of MB, becomes the RTT): path 0 is 127.0.0.1 to 127.0.0.1,
+    path 1 everything from or to 127.0.0.2. The machine's own loopback is left alone."""
 
-    def __init__(self, rate: str) -> None:
+    def __init__(self, rate: str, buffer_ms: float = 10.0) -> None:
         self.name = f"mpsched-shaped-{os.getpid()}"
         self.ip = shutil.which("ip")
         tc = shutil.which("tc")
@@ -317,10 +330,10 @@ class _ShapedLoopback:
             [ip, "-n", ns, "link", "set", "lo", "up"],
             tc_in("qdisc add dev lo root handle 1: htb default 10"),
         ]
-        for c in ("1:10", "1:20"):
-            steps.append(
-                [tc, "-n", ns, *f"class add dev lo parent 1: classid {c} htb".split(), *htb]
-            )
+        limit = int(_rate_bps(rate) * buffer_ms / 1e3 / 8)
+        for c, leaf in (("1:10", "10:"), ("1:20", "20:")):
+            steps.append([*tc_in(f"class add dev lo parent 1: classid {c} htb"), *htb])
+            steps.append(tc_in(f"qdisc add dev lo parent {c} handle {leaf} bfifo limit {limit}"))
         for way in ("src", "dst"):
             match = f"prio 1 u32 match ip {way} 127.0.0.2/32 flowid 1:20".split()
             steps.append([*tc_in("filter add dev lo parent 1: protocol ip"), *match])
@@ -434,9 +447,13 @@ def bench_shaped(
     rate: str = "1gbit",
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """The transport over one path and two when each path carries at most ``rate`` (a
-    loopback shaped in a namespace of its own): rounds interleaved, medians and ranges, and
-    the two paths' goodput and CPU per GB over one path's."""
+    """The transport over one path and two when each path carries at most ``rate`` with a
+    10-ms buffer (a loopback shaped in a namespace of its own): rounds interleaved, medians
+    and ranges, and the two paths' goodput and CPU per GB over one path's."""
+    try:
+        _rate_bps(rate)
+    except ValueError as exc:
+        return {"error": str(exc)}
     shaped = _ShapedLoopback(rate)
     if shaped.error is not None:
         shaped.close()
