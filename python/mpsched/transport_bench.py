@@ -150,6 +150,10 @@ class _Proc:
         self.reap()
         return False
 
+    def close(self) -> None:
+        self.out.close()
+        self.err.close()
+
     def text(self, which: str = "out") -> str:
         f = self.out if which == "out" else self.err
         f.seek(0)
@@ -189,17 +193,22 @@ def _pair(
     """One transfer: the server started and waited for, the client run to its end, the server
     stopped; CPU of both from wait4."""
     server = _Proc(server_argv, env)
+    client: _Proc | None = None
     try:
         if not ready(server):
             server.stop()
             return {"error": f"the server did not start: {server.text('err')[-300:]}"}
         client = _Proc(client_argv, env)
         client.reap()
-    finally:
         stopped = server.stop()
-    if client.status != 0:
-        return {"error": client.text("err")[-300:] or f"exit status {client.status}"}
-    got = parse(client.text())
+        if client.status != 0:
+            return {"error": client.text("err")[-300:] or f"exit status {client.status}"}
+        got = parse(client.text())
+    finally:
+        server.stop()
+        server.close()
+        if client is not None:
+            client.close()
     cpu = (client.cpu or 0.0) + (server.cpu or 0.0)
     sample = _sample(got.pop("seconds"), got.pop("bytes"), cpu, **got)
     if not stopped:
