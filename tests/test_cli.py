@@ -12,7 +12,7 @@ import pytest
 
 from mpsched import load, to_native
 
-from .conftest import Outcome, run_subprocess
+from .conftest import SCENARIOS, Outcome, run_subprocess
 
 REQUIRED_KEYS = {
     "goodput_mbps",
@@ -108,6 +108,41 @@ def test_unknown_scheduler_exits_2(native: ModuleType) -> None:
     assert_one_line_error(outcome, "connection.scheduler: unknown scheduler 'nope'")
 
 
+def test_the_papers_scheduler_names_are_aliases_listed_and_run_as_the_registered_name(
+    native: ModuleType,
+) -> None:
+    """The aliases come from the Rust registry (the contract); a run reports the name."""
+    listed = run_subprocess("schedulers")
+    assert listed.code == 0
+    lines = listed.out.splitlines()
+    minrtt = next(i for i, line in enumerate(lines) if line.startswith("minrtt "))
+    assert "also: lowrtt" in lines[minrtt + 1]
+    entries = json.loads(run_subprocess("schedulers", "--json").out)
+    as_json = {e["name"]: e["aliases"] for e in entries}
+    assert as_json["minrtt"] == ["lowrtt"] and as_json["default"] == ["lowrtt+rp"]
+    run = run_subprocess("run", "--scheduler", "lowrtt", "--set", "duration=1s", "--json")
+    assert run.code == 0, run.err
+    same = run_subprocess("run", "--scheduler", "minrtt", "--set", "duration=1s", "--json")
+    a, b = run.json(), same.json()
+    assert a["scheduler"] == "minrtt"
+    assert a["goodput_mbps"] == b["goodput_mbps"] and a["subflows"] == b["subflows"]
+    # Competing flows take them too; a misspelt one is still refused, naming the field.
+    flows = run_subprocess(
+        "run",
+        str(SCENARIOS / "web-and-background.toml"),
+        "--json",
+        "--set",
+        "duration=1s",
+        "--set",
+        "flow.0.scheduler=round-robin",
+    )
+    assert flows.code == 0, flows.err
+    assert_one_line_error(
+        run_subprocess("run", "--scheduler", "LowRTT", "--set", "duration=1s"),
+        "connection.scheduler: unknown scheduler 'LowRTT'",
+    )
+
+
 def test_help_and_version() -> None:
     outcome = run_subprocess("--help")
     assert outcome.code == 0
@@ -184,6 +219,33 @@ def test_run_out_writes_parquet(run_cli, fake: ModuleType, tmp_path: Path) -> No
     acks = pl.read_parquet(out / "acks.parquet")
     assert acks.schema["free_cwnd_segments"] == pl.Float64
     assert acks.height == 3
+
+
+def test_run_out_refuses_an_earlier_run_unless_forced(
+    run_cli, fake: ModuleType, tmp_path: Path
+) -> None:
+    """As `compare`: a second run into a folder would sit beside the first one's plots."""
+    out = tmp_path / "run"
+    assert run_cli("run", "--out", str(out), "--set", "duration=5s").code == 0
+    (out / "plots").mkdir()
+    (out / "plots" / "throughput.png").write_bytes(b"old")
+    (out / "capture.pcapng").write_bytes(b"old")
+    (out / "notes.txt").write_text("mine")
+    before = (out / "summary.json").read_text()
+    refused = run_cli("run", "--out", str(out), "--set", "duration=7s")
+    assert_one_line_error(refused, f"--out {out}: the folder is not empty")
+    assert "--force" in refused.err
+    assert (out / "summary.json").read_text() == before  # untouched
+    forced = run_cli("run", "--out", str(out), "--set", "duration=7s", "--force", "--json")
+    assert forced.code == 0, forced
+    assert json.loads((out / "summary.json").read_text()) == forced.json()
+    assert forced.json()["duration_s"] == 7.0
+    # The earlier run's plots and capture are gone; a file of the user's stays.
+    assert not (out / "plots").exists() and not (out / "capture.pcapng").exists()
+    assert (out / "notes.txt").read_text() == "mine"
+    # An empty folder is fine without --force.
+    (tmp_path / "empty").mkdir()
+    assert run_cli("run", "--out", str(tmp_path / "empty"), "--set", "duration=5s").code == 0
 
 
 def test_run_out_to_a_file_is_an_error(run_cli, fake: ModuleType, tmp_path: Path) -> None:

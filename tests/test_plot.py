@@ -180,3 +180,40 @@ def test_a_fast_sawtooth_is_drawn_as_its_range_and_mean() -> None:
     assert lo.min() == 3000 and hi.max() == 4440
     assert np.all(lo <= mean) and np.all(mean <= hi)
     assert abs(mean.mean() - saw.mean()) < 10
+
+
+def test_plots_shade_outages_and_mark_the_schedule_s_changes(tmp_path: Path) -> None:
+    from mpsched.plot import figures, schedule_marks
+
+    root = Path(__file__).resolve().parent.parent / "scenarios"
+    outage = mpsched.run(root / "wifi-outage.toml", out=tmp_path / "o", duration="12s")
+    changes = mpsched.run(root / "handover.toml", out=tmp_path / "h", duration="23s")
+    runs = [load_run(tmp_path / "o"), load_run(tmp_path / "h")]
+    # wifi-outage: Wi-Fi down from 5 s to 10 s; handover: Wi-Fi's rate and delay change.
+    assert schedule_marks(runs[:1]).outages == ((5.0, 10.0, "wifi down"),)
+    assert schedule_marks(runs[1:]).changes[:2] == (
+        (10.0, "wifi: 5 Mbit/s, delay 40 ms"),
+        (15.0, "wifi: 1 Mbit/s, delay 100 ms"),
+    )
+    assert not schedule_marks(runs[1:]).outages
+    for result, expect in [(outage, "wifi down"), (changes, "wifi: 5 Mbit/s, delay 40 ms")]:
+        drawn = figures(result)
+        assert drawn
+        for name in ("throughput", "queues", "subflow_state"):
+            fig = drawn[name]
+            texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+            assert texts.count(expect) == 1, (name, texts)  # named once, on the top panel
+            time_axes = [ax for ax in fig.axes if ax.get_xlim()[1] > 5]
+            if result is outage:  # a grey span over 5-10 s on every time panel
+                spans = [p.get_x() for ax in time_axes for p in ax.patches if p.get_alpha() == 0.2]
+                assert spans == [5.0] * len(time_axes), (name, spans)
+            else:  # a dotted line at each change on every time panel
+                lines = [
+                    ln.get_xdata()[0]
+                    for ax in time_axes
+                    for ln in ax.lines
+                    if ln.get_linestyle() == ":" and ln.get_xdata()[0] == ln.get_xdata()[1]
+                ]
+                assert lines.count(10.0) == len(time_axes), (name, lines)
+    # A run without a schedule has no marks.
+    assert schedule_marks([load_run(tmp_path / "o")]).changes == ()

@@ -337,6 +337,10 @@ def test_set_values_are_toml_when_they_parse() -> None:
         ({"connection.congestion": "bbr"}, "connection.congestion: unknown congestion 'bbr'"),
         ({"connection.protocol": "udp"}, "connection.protocol: unknown protocol 'udp'"),
         ({"connection.stack": "v0.92"}, "connection.stack: unknown stack 'v0.92'"),
+        (
+            {"connection.stack": "out-of-tree", "connection.scheduler": "linux"},
+            "connection.scheduler: 'linux' is upstream Linux's scheduler and runs on stack",
+        ),
         ({"connection.paths": ["wifi", "x"]}, "connection.paths[1]: unknown path 'x'"),
         ({"connection.paths": ["wifi", "wifi"]}, "connection.paths[1]: path 'wifi' is listed"),
         ({"connection.paths": []}, "connection.paths: must name at least one path"),

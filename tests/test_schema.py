@@ -67,7 +67,7 @@ def _default() -> dict[str, object]:
         (lambda s: s["path"][0].__setitem__("rate", "30mbps"), "does not match"),
         (lambda s: s["path"][0].__setitem__("queue", "50"), "does not match"),
         (lambda s: s.__setitem__("duration", "60"), "does not match"),
-        (lambda s: s["connection"].__setitem__("scheduler", "lowrtt"), "is not valid under any"),
+        (lambda s: s["connection"].__setitem__("scheduler", "lowest"), "is not valid under any"),
         (lambda s: s["connection"].__setitem__("congestion", "bbr"), "is not one of"),
         (lambda s: s["connection"].__setitem__("stack", "4.19"), "is not one of"),
         (lambda s: s["connection"].__setitem__("protocol", "quic"), "is not one of"),
@@ -133,8 +133,10 @@ def test_an_editor_completes_the_names_and_accepts_a_python_scheduler(
     schema = scenario_schema()
     connection = schema["$defs"]["Connection"]["properties"]
     assert connection["congestion"]["enum"] == list(contract.names("congestion_controls"))
-    assert connection["scheduler"]["anyOf"][0]["enum"] == list(contract.names("schedulers"))
-    for scheduler in ("stms-c", "examples/fastest_first.py:FastestFirst", "mymodule:MySched"):
+    # The registered names, then their aliases (the papers' names).
+    names = [*contract.names("schedulers"), *contract.scheduler_aliases()]
+    assert connection["scheduler"]["anyOf"][0]["enum"] == names and "lowrtt" in names
+    for scheduler in ("stms-c", "lowrtt", "examples/fastest_first.py:FastestFirst", "mod:Sched"):
         raw = _default()
         raw["connection"]["scheduler"] = scheduler
         assert [e.message for e in validator.iter_errors(raw)] == [], scheduler

@@ -163,9 +163,61 @@ def test_a_zip_moves_its_keys_together_and_crosses_the_grid(tmp_path: Path) -> N
     assert {p.overrides["connection.scheduler"] for p in points} == {"minrtt", "stms-c"}
 
 
+def test_exclude_leaves_out_the_combinations_it_names(tmp_path: Path) -> None:
+    base = ROOT / "scenarios" / "stms-lab.toml"
+    path = tmp_path / "exclude.toml"
+    path.write_text(
+        f'[sweep]\nscenario = "{base}"\n[[sweep.group]]\n'
+        'grid = { "connection.stack" = ["upstream", "out-of-tree"],'
+        ' "connection.scheduler" = ["linux", "minrtt"] }\n'
+        'exclude = [{ "connection.stack" = "out-of-tree", "connection.scheduler" = "linux" }]\n'
+    )
+    chosen = {
+        (p.overrides["connection.stack"], p.overrides["connection.scheduler"])
+        for p in load_sweep(path).points
+    }
+    assert chosen == {("upstream", "linux"), ("upstream", "minrtt"), ("out-of-tree", "minrtt")}
+
+
+def test_a_star_sweeps_every_registered_scheduler(tmp_path: Path) -> None:
+    from mpsched import contract
+
+    base = ROOT / "scenarios" / "stms-lab.toml"
+    path = tmp_path / "star.toml"
+    path.write_text(
+        f'[sweep]\nscenario = "{base}"\n[[sweep.group]]\n'
+        'grid = { "connection.scheduler" = ["*"], "seed" = [1, 2] }\n'
+    )
+    names = [p.overrides["connection.scheduler"] for p in load_sweep(path).points]
+    assert names[::2] == list(contract.names("schedulers"))
+
+
+@pytest.mark.parametrize("experiment", ["handover", "lte-trace", "paper004-flows"])
+def test_the_every_scheduler_experiments_take_in_every_registered_one(experiment: str) -> None:
+    from mpsched import contract
+
+    swept = {
+        p.overrides.get("connection.scheduler")
+        for p in load_sweep(ROOT / "experiments" / f"{experiment}.toml").points
+    }
+    assert set(contract.names("schedulers")) <= swept
+
+
+def test_the_handover_sweep_leaves_out_only_linux_on_the_out_of_tree_stack() -> None:
+    points = load_sweep(ROOT / "experiments" / "handover.toml").points
+    combos = {
+        (p.overrides["connection.stack"], p.overrides["connection.scheduler"]) for p in points
+    }
+    assert ("out-of-tree", "linux") not in combos
+    assert ("upstream", "linux") in combos and ("out-of-tree", "default") in combos
+    assert len(points) == 4 * (2 * 13 - 1)
+
+
 @pytest.mark.parametrize(
     ("group", "message"),
     [
+        ('grid = { "seed" = [1] }\nexclude = [{ "seed" = 1 }]', "exclude: leaves no point"),
+        ('grid = { "seed" = [1] }\nexclude = { "seed" = 1 }', "exclude: a list of non-empty"),
         ('design = "sobol"\npoints = 3\nfactors = { "duration" = ["1s", "2s"] }', "unknown design"),
         ('design = "lhs"\npoints = 3\nfactors = { "duration" = ["1s", "2ms"] }', "same unit"),
         ('design = "lhs"\npoints = 3\nfactors = { "duration" = ["2s", "1s"] }', "low must be"),
@@ -296,30 +348,65 @@ def test_the_command_reports_and_refuses_bad_input(tmp_path: Path) -> None:
 
 
 def test_the_ray_backend_sends_the_same_runs(tmp_path: Path, monkeypatch) -> None:
-    """Against a stand-in for Ray that runs each task in this process (the real thing is
-    exercised where Ray is installed)."""
-    calls: dict[str, object] = {}
+    """Against a stand-in for Ray that runs each task in this process, and loses the first
+    attempt of one run as a dead node would (tests/test_ray.py runs a real two-node cluster)."""
+    calls: dict[str, object] = {"submitted": 0}
+
+    class RayError(Exception):
+        pass
+
+    class RayTaskError(RayError):
+        pass
 
     class Ref:
-        def __init__(self, value: object) -> None:
-            self.value = value
+        def __init__(self, value: object, lost: bool = False) -> None:
+            self.value, self.lost = value, lost
 
-    def remote(fn):
-        return types.SimpleNamespace(remote=lambda *a: Ref(fn(*a)))
+    def remote(**options):
+        calls["options"] = options
 
+        def wrap(fn):
+            def submit(*a):
+                calls["submitted"] += 1
+                return Ref(fn(*a), lost=calls["submitted"] == 3)
+
+            return types.SimpleNamespace(remote=submit)
+
+        return wrap
+
+    def get(ref):
+        if ref.lost:
+            raise RayError("the node died")
+        return ref.value
+
+    exceptions = types.SimpleNamespace(RayError=RayError, RayTaskError=RayTaskError)
     fake = types.SimpleNamespace(
         init=lambda **kw: calls.setdefault("init", kw),
         remote=remote,
         wait=lambda refs, num_returns: (refs[:num_returns], refs[num_returns:]),
-        get=lambda ref: ref.value,
+        get=get,
         cancel=lambda ref, force: None,
+        exceptions=exceptions,
     )
     monkeypatch.setitem(sys.modules, "ray", fake)
+    monkeypatch.setitem(sys.modules, "ray.exceptions", exceptions)
     path = write_sweep(tmp_path)
     via_ray = sweep_mod.run_sweep(path, tmp_path / "ray", backend="ray", ray_address="ray://x")
     local = sweep_mod.run_sweep(path, tmp_path / "local", jobs=1)
     assert calls["init"]["address"] == "ray://x"
+    assert calls["options"] == {"max_retries": 3}
+    assert calls["submitted"] == 9  # 8 runs, one of them twice
     pd.testing.assert_frame_equal(via_ray.results, local.results)
+
+
+def test_without_ray_the_error_names_the_extra_that_installs_it(tmp_path: Path, monkeypatch):
+    import tomllib
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray fails
+    with pytest.raises(ScenarioError, match=r"pip install 'mpsched\[ray\]'"):
+        sweep_mod.run_sweep(write_sweep(tmp_path), tmp_path / "out", backend="ray")
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert any(d.startswith("ray") for d in extras["optional-dependencies"]["ray"])
 
 
 def test_results_load_back_from_the_journal(tmp_path: Path) -> None:
@@ -456,3 +543,39 @@ def test_trace_files_in_a_sweep_are_read_from_their_files_folders(tmp_path: Path
     assert sweep.base["path"][0]["trace"] == str(tmp_path / "scen" / "a.trace")
     (point,) = sweep.points
     assert point.overrides["path.lte.trace_up"] == str(tmp_path / "b.trace")
+
+
+def test_the_list_gives_each_experiment_its_runs_and_one_line_description() -> None:
+    from mpsched.sweep import tasks_of
+    from mpsched.sweepfile import EXPERIMENTS, experiments
+
+    done = subprocess.run(
+        [sys.executable, "-m", "mpsched", "sweep", "--list"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    listed = {line.split()[0]: line for line in done.stdout.splitlines() if "runs" in line}
+    assert sorted(listed) == experiments()
+    for name, line in listed.items():
+        sweep = load_sweep(EXPERIMENTS / f"{name}.toml")
+        assert line.rstrip().endswith(sweep.title), line
+        runs = int(line.split()[1].replace(",", ""))
+        if name in ("rfc6356", "lte-trace", "handover"):  # the list counts as the sweep runs
+            assert runs == len(tasks_of(sweep))
+        else:
+            assert runs == len(sweep.points) * (sweep.repetitions or 1)
+
+
+def test_the_experiments_headers_name_commands_that_exist_and_no_sizes() -> None:
+    """The sizes were stale comments ("300 runs" for 500); `sweep --list` prints them now."""
+    from mpsched.sweepfile import EXPERIMENTS, experiments
+
+    for path in sorted(EXPERIMENTS.glob("*.toml")):
+        for line in path.read_text().splitlines():
+            if not line.startswith("#   mpsched sweep "):
+                continue
+            target = line.split()[3]
+            assert target in experiments(), f"{path.name}: {line}"
+            assert "#" not in line[1:], f"{path.name}: a size in a comment goes stale: {line}"

@@ -148,7 +148,26 @@ def test_the_command_prints_the_table_and_fails_cleanly(tmp_path: Path, run_cli)
     sweep = write_sweep(tmp_path)
     outcome = run_cli("table", str(sweep), "--digits", "0")
     assert outcome.code == 0, outcome
-    assert outcome.out.splitlines()[2] == "| 100ms | 41 | 51 |"
+    lines = outcome.out.splitlines()
+    assert lines[0] == "goodput_mbps: mean over each cell's runs, every group"
+    assert lines[1] == "" and lines[2].startswith("| path.lte.rtt |")
+    assert lines[4] == "| 100ms | 41 | 51 |"
     missing = run_cli("table", str(tmp_path / "nothing"))
     assert missing.code == 2
     assert "no results.parquet" in missing.err
+
+
+def test_the_caption_names_the_metric_the_statistic_and_the_group(tmp_path, run_cli) -> None:
+    sweep = str(write_sweep(tmp_path))
+    args = ("table", sweep, "--value", "wifi:goodput_mbps", "--stat", "p25", "--group", "lab")
+    outcome = run_cli(*args, "--ratio-to", "default")
+    assert outcome.code == 0, outcome
+    assert outcome.out.splitlines()[0] == (
+        "wifi:goodput_mbps: 25th percentile over each cell's runs, group lab; "
+        "in brackets the ratio to column default"
+    )
+    median = run_cli("table", sweep, "--stat", "median").out.splitlines()[0]
+    assert median.startswith("goodput_mbps: median over")
+    # CSV is the table alone, for programs.
+    csv = run_cli(*args, "--csv").out.splitlines()
+    assert csv[0] == "path.lte.rtt,default,stms-a" and len(csv) == 3

@@ -1,7 +1,7 @@
 //! Widest window first (`widest`): the next segment goes on the available subflow with the
 //! most free congestion window, ties to the lower smoothed RTT.
 
-use crate::sched::SchedParams;
+use crate::sched::{next_reinjection, SchedParams};
 use crate::sched::{Decision, ParamInfo, Reason, SchedCtx, SchedInfo, Scheduler, SubflowSet};
 
 pub const INFO: SchedInfo = SchedInfo {
@@ -35,6 +35,11 @@ impl Scheduler for Widest {
     }
 
     fn next(&mut self, ctx: &mut SchedCtx) -> Option<Decision> {
+        // What a failed subflow held goes first, on a subflow that has not carried it: the
+        // connection queues it for the scheduler, and one that ignores the queue strands it.
+        if let Some(d) = next_reinjection(ctx) {
+            return Some(d);
+        }
         let dseq = ctx.first_unsent()?;
         if !ctx.in_window(dseq) {
             return None;

@@ -13,6 +13,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from . import contract
 from . import traces as _traces
 from .errors import ScenarioError
 from .scenario import Scenario, Source, load, to_native
@@ -66,12 +67,17 @@ class SchedulerInfo(NamedTuple):
     source: str
     params: tuple[str, ...] = ()
     """The keys it takes in ``[connection.scheduler_params]``."""
+    aliases: tuple[str, ...] = ()
+    """Other names a scenario may give it (the papers', e.g. ``lowrtt`` for ``minrtt``)."""
 
 
 def schedulers() -> list[SchedulerInfo]:
     """Every scheduler the simulator knows."""
+    aliases: dict[str, list[str]] = {}
+    for alias, name in contract.scheduler_aliases().items():
+        aliases.setdefault(name, []).append(alias)
     return [
-        SchedulerInfo(name, description, source, tuple(params))
+        SchedulerInfo(name, description, source, tuple(params), tuple(aliases.get(name, ())))
         for name, description, source, params in native().schedulers()
     ]
 

@@ -27,6 +27,7 @@ __all__ = [
     "names",
     "quantile_fields",
     "scalar_fields",
+    "scheduler_aliases",
     "schedulers",
     "single_path_congestion",
     "tables",
@@ -68,8 +69,15 @@ def names(kind: str) -> tuple[str, ...]:
 
 
 def schedulers() -> list[dict[str, Any]]:
-    """Every registered scheduler: name, description, source, params (key, default, meaning)."""
+    """Every registered scheduler: name, aliases, description, source, params (key, default,
+    meaning)."""
     return contract()["schedulers"]
+
+
+def scheduler_aliases() -> dict[str, str]:
+    """The other names a scenario may give a scheduler (the papers'), each to the registered
+    name a run reports: ``{"lowrtt": "minrtt", ...}``."""
+    return {alias: s["name"] for s in schedulers() for alias in s.get("aliases", ())}
 
 
 def congestion_controls() -> list[dict[str, Any]]:

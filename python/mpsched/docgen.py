@@ -3,11 +3,22 @@ and ``docs/schedulers.md`` (every scheduler and congestion control with its para
 the column tables of ``docs/traces.md``, and ``docs/scenario.md`` (every scenario key, from
 the scenario's models). ``tests/test_contract.py`` fails when a page differs
 from what this writes; ``python -m mpsched.docgen`` rewrites them.
+
+The numbers the pages claim (``mpsched.docclaims``: a command and its output, marked ``check``,
+``measured`` or ``manual``):
+
+- ``python -m mpsched.docgen --claims [PAGE...]`` re-runs the ``check`` and ``measured`` claims
+  of the pages (default: README.md and docs/) and writes what they print into them, with today's
+  date on the measured ones;
+- ``--check`` re-runs only the ``check`` claims and reports those that differ (as the test does);
+- ``--kind measured`` (or ``check``) limits ``--claims`` to one kind;
+- ``--whole``: a claim whose output changed more than its numbers (a new line in a summary)
+  gets its whole new output instead of an error; put back its ``...`` by hand.
 """
 
 from __future__ import annotations
 
-import sys
+import argparse
 from pathlib import Path
 
 from mpsched import contract, traces
@@ -66,11 +77,16 @@ def schedulers_markdown() -> str:
         "",
         "## Schedulers",
         "",
-        "| scheduler | what it does | source |",
-        "| --- | --- | --- |",
+        "A scenario may also give a scheduler one of its aliases (the papers' names); a run "
+        "reports the registered name.",
+        "",
+        "| scheduler | aliases | what it does | source |",
+        "| --- | --- | --- | --- |",
     ]
     out += [
-        f"| `{s['name']}` | {s['description']} | {s['source']} |" for s in contract.schedulers()
+        f"| `{s['name']}` | {', '.join(f'`{a}`' for a in s['aliases'])} | {s['description']} "
+        f"| {s['source']} |"
+        for s in contract.schedulers()
     ]
     out += ["", "## Scheduler parameters", ""]
     out += ["| scheduler | parameter | default | meaning |", "| --- | --- | --- | --- |"]
@@ -105,10 +121,59 @@ def pages(docs: Path) -> dict[Path, str]:
     }
 
 
+def _claims(paths: list[Path], kinds: tuple[str, ...], check: bool, whole: bool) -> int:
+    from mpsched import docclaims
+
+    root = Path.cwd()
+    if not (root / "README.md").is_file() or not (root / "scenarios").is_dir():
+        print("error: run from the repository's root (README.md, scenarios/)")
+        return 2
+    try:
+        targets = paths or [p for p in docclaims.pages(root) if docclaims.claims(p)]
+        for page in targets:
+            docclaims.claims(page)
+    except (docclaims.ClaimError, OSError) as exc:
+        print(f"error: {exc}")
+        return 2
+    failed = 0
+    for page in targets:
+        if check:
+            for outcome in docclaims.check_page(page, root):
+                for mismatch in outcome.mismatches():
+                    print(mismatch)
+                    failed += 1
+                print(f"{outcome.claim.where}: {outcome.seconds:.1f} s")
+        else:
+            for problem in docclaims.regenerate_page(page, root, kinds=kinds, whole=whole):
+                print(f"error: {problem}")
+                failed += 1
+    return 1 if failed else 0
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Rewrite the generated pages under ``DOCS`` (default: ``docs`` here)."""
-    args = sys.argv[1:] if argv is None else argv
-    docs = Path(args[0]) if args else Path("docs")
+    """Rewrite the generated pages under ``DOCS`` (default: ``docs`` here), or the claims."""
+    parser = argparse.ArgumentParser(prog="python -m mpsched.docgen", description=__doc__)
+    parser.add_argument("paths", nargs="*", type=Path, metavar="DOCS|PAGE")
+    parser.add_argument(
+        "--claims", action="store_true", help="re-run the pages' claims and write their output"
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="with --claims: compare the check claims only"
+    )
+    parser.add_argument(
+        "--kind", choices=("check", "measured"), help="with --claims: only claims of this kind"
+    )
+    parser.add_argument(
+        "--whole",
+        action="store_true",
+        help="with --claims: a claim whose output changed more than its numbers gets its whole "
+        "new output (its ... lines dropped) instead of an error",
+    )
+    args = parser.parse_args(argv)
+    if args.claims or args.check:
+        kinds = (args.kind,) if args.kind else ("check", "measured")
+        return _claims(args.paths, kinds, args.check, args.whole)
+    docs = args.paths[0] if args.paths else Path("docs")
     for path, text in pages(docs).items():
         if not path.exists() or path.read_text() != text:
             path.write_text(text)

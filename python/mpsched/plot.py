@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from .api import Result
 
-__all__ = ["PLOTS", "compare_runs", "figures", "plot_run"]
+__all__ = ["PLOTS", "compare_runs", "figures", "mark_schedule", "plot_run", "schedule_marks"]
 
 WIDTH_IN = 9.0
 PANEL_IN = 2.5
@@ -128,6 +128,105 @@ def _legend(fig: Figure, axes: Sequence[Axes]) -> None:
 def _time_axis(ax: Axes) -> None:
     ax.set_xlabel("time (s)")
     ax.set_xlim(left=0)
+
+
+# --- the scenario's schedule on the time axes ---
+
+OUTAGE_COLOR = "#999999"
+CHANGE_COLOR = "#555555"
+
+
+@dataclass(frozen=True)
+class ScheduleMarks:
+    """What a run's ``[[path.schedule]]`` did, in seconds: the spans a path was down (or gone)
+    and the other changes (rate, delay, jitter) with a short description."""
+
+    outages: tuple[tuple[float, float, str], ...]
+    changes: tuple[tuple[float, str], ...]
+
+
+def _rate_text(bps: float) -> str:
+    return f"{bps / 1e6:g} Mbit/s" if bps >= 1e6 else f"{bps / 1e3:g} kbit/s"
+
+
+def schedule_marks(runs: Sequence[Run]) -> ScheduleMarks:
+    """The schedule of every path of ``runs`` (each distinct mark once), from their normalized
+    scenarios; a path still down at the end is down until the run's duration."""
+    outages: dict[tuple[float, float, str], None] = {}
+    changes: dict[tuple[float, str], None] = {}
+    for run in runs:
+        end = (run.scenario.get("duration_ns") or 0) / 1e9
+        for path in run.scenario.get("paths", []):
+            name = path.get("name", "?")
+            down_since: float | None = None
+            for entry in sorted(path.get("schedule") or [], key=lambda e: e["at_ns"]):
+                at = entry["at_ns"] / 1e9
+                down = entry.get("up") is False or entry.get("present") is False
+                up = entry.get("up") is True or entry.get("present") is True
+                if down and down_since is None:
+                    down_since = at
+                elif up and down_since is not None:
+                    outages[(down_since, at, f"{name} down")] = None
+                    down_since = None
+                what = []
+                if entry.get("rate_bps") is not None:
+                    what.append(_rate_text(entry["rate_bps"]))
+                if entry.get("delay_down_ns") is not None:
+                    what.append(f"delay {entry['delay_down_ns'] / 1e6:g} ms")
+                if entry.get("jitter_down_ns") is not None:
+                    what.append(f"jitter {entry['jitter_down_ns'] / 1e6:g} ms")
+                if what:
+                    changes[(at, f"{name}: {', '.join(what)}")] = None
+            if down_since is not None:
+                outages[(down_since, max(end, down_since), f"{name} down")] = None
+    return ScheduleMarks(tuple(outages), tuple(changes))
+
+
+def _is_time_axis(ax: Axes, time_axes: Sequence[Axes]) -> bool:
+    return any(ax is t or ax.get_shared_x_axes().joined(ax, t) for t in time_axes)
+
+
+def mark_schedule(fig: Figure, runs: Sequence[Run]) -> None:
+    """Shade each outage and draw a dotted line at each other change of the scenario's schedule
+    on every time axis of ``fig`` (those labelled time and those sharing their x axis); the
+    topmost of them names each."""
+    marks = schedule_marks(runs)
+    if not marks.outages and not marks.changes:
+        return
+    labelled = [ax for ax in fig.axes if ax.get_xlabel() == "time (s)"]
+    axes = [ax for ax in fig.axes if _is_time_axis(ax, labelled)]
+    if not axes:
+        return
+    top = min(axes, key=lambda ax: -ax.get_position().y1)
+    for ax in axes:
+        xlim = ax.get_xlim()
+        for start, end, text in marks.outages:
+            ax.axvspan(start, end, color=OUTAGE_COLOR, alpha=0.2, linewidth=0, zorder=0)
+            if ax is top:
+                ax.annotate(
+                    text,
+                    (start, 1.0),
+                    xycoords=("data", "axes fraction"),
+                    xytext=(2, -2),
+                    textcoords="offset points",
+                    va="top",
+                    fontsize=8,
+                    color=CHANGE_COLOR,
+                )
+        for at, text in marks.changes:
+            ax.axvline(at, color=CHANGE_COLOR, linestyle=":", linewidth=1.0, zorder=0)
+            if ax is top:
+                ax.annotate(
+                    text,
+                    (at, 1.0),
+                    xycoords=("data", "axes fraction"),
+                    xytext=(2, -12),
+                    textcoords="offset points",
+                    va="top",
+                    fontsize=8,
+                    color=CHANGE_COLOR,
+                )
+        ax.set_xlim(xlim)  # the marks do not widen the axis
 
 
 def _bin(t_ns: np.ndarray, values: np.ndarray, how: str = "mean") -> tuple[np.ndarray, np.ndarray]:
@@ -841,6 +940,8 @@ def _draw(runs: Sequence[Run], labels: Sequence[str], out: Path, title: str) -> 
     with matplotlib.rc_context(RC):
         for name, (function, caption) in PLOTS.items():
             fig = function(runs, labels)
+            if fig is not None:
+                mark_schedule(fig, runs)
             for run in runs:  # keep one plot's tables in memory at a time
                 run.forget()
             if fig is None:
@@ -962,6 +1063,7 @@ def figures(*runs: Result | str | Path, labels: Sequence[str] | None = None) -> 
         for name, (function, _) in PLOTS.items():
             fig = function(loaded, names)
             if fig is not None:
+                mark_schedule(fig, loaded)
                 drawn[name] = fig
     return drawn
 

@@ -127,20 +127,57 @@ def _simulate_star(args: tuple[Task, bool]) -> dict[str, Any]:
     return simulate(*args)
 
 
+#: Extra submissions of a run whose Ray task failed for want of a worker (its node died, its
+#: worker crashed) once Ray's own retries were spent; after these it is recorded as failed,
+#: and ``--resume`` runs it again.
+RAY_RESUBMITS = 2
+
+
 def _ray(tasks: list[Task], benefit: bool, address: str | None) -> Iterator[dict[str, Any]]:
     try:
         import ray
     except ImportError:
         raise ScenarioError(
-            "--backend ray: Ray is not installed (pip install 'mpsched[ray]')"
+            "--backend ray: Ray is not installed: pip install 'mpsched[ray]' "
+            "(in a checkout: pip install '.[ray]')"
         ) from None
-    ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
-    remote = ray.remote(simulate)
-    pending = [remote.remote(t, benefit) for t in tasks]
+    from ray.exceptions import RayError, RayTaskError
+
+    try:
+        ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        where = address or "a local instance"
+        raise ScenarioError(
+            f"--ray-address {where}: cannot connect to a Ray cluster ({exc}); start one "
+            "(`ray start --head`) or give its address (--ray-address, RAY_ADDRESS)"
+        ) from None
+    # A task whose worker or node dies is re-run by Ray (max_retries); the run is deterministic,
+    # so a re-run gives the same record.
+    remote = ray.remote(max_retries=3)(simulate)
+    pending: dict[Any, tuple[Task, int]] = {}
+    for t in tasks:
+        pending[remote.remote(t, benefit)] = (t, 0)
     try:
         while pending:
-            done, pending = ray.wait(pending, num_returns=1)
-            yield ray.get(done[0])
+            done, _ = ray.wait(list(pending), num_returns=1)
+            task, resubmits = pending.pop(done[0])
+            try:
+                yield ray.get(done[0])
+            except RayTaskError:
+                raise  # simulate() records its own errors: this is a bug, not a lost node
+            except RayError as exc:
+                if resubmits < RAY_RESUBMITS:
+                    pending[remote.remote(task, benefit)] = (task, resubmits + 1)
+                    continue
+                yield {
+                    "key": task.key,
+                    "group": task.group,
+                    "point": task.point,
+                    "rep": task.rep,
+                    "factors": task.factors,
+                    "config": task.config,
+                    "error": f"ray: {type(exc).__name__}: {exc}",
+                }
     finally:
         for ref in pending:
             with contextlib.suppress(Exception):

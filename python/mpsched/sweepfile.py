@@ -31,7 +31,10 @@ A sweep file is a TOML document with a ``[sweep]`` table::
 
 A group may have ``grid`` (values to combine), ``zip`` (lists of one length, the i-th values
 taken together), ``design`` + ``factors`` (ranges to fill), or several of them (every
-combination of their settings), and ``set`` (fixed overrides). A
+combination of their settings), ``set`` (fixed overrides), and ``exclude`` (combinations to
+skip: a list of tables, a point is left out when it chose every value of one of them, e.g.
+``exclude = [{ "connection.stack" = "out-of-tree", "connection.scheduler" = "linux" }]``). A
+scheduler key's grid values ``["*"]`` stand for every registered scheduler. A
 factor's range is two quantities with the same unit, or two numbers; ``log = [KEY, ...]``
 samples those factors uniformly in log space instead. Every point is validated before
 anything runs.
@@ -50,6 +53,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from . import contract
 from .errors import ScenarioError
 from .scenario import load, read_source, resolve_files
 from .units import UnitError, _split
@@ -233,7 +237,7 @@ def _design_points(where: str, group: Mapping[str, Any]) -> list[dict[str, Any]]
 def _group_points(where: str, group: object, default_name: str, base: Mapping[str, Any]):
     if not isinstance(group, dict):
         raise ScenarioError(f"{where}: must be a table")
-    known = {"name", "grid", "zip", "set", "design", "points", "seed", "factors", "log"}
+    known = {"name", "grid", "zip", "set", "design", "points", "seed", "factors", "log", "exclude"}
     unknown = set(group) - known
     if unknown:
         raise ScenarioError(f"{where}.{sorted(unknown)[0]}: unknown key")
@@ -242,21 +246,44 @@ def _group_points(where: str, group: object, default_name: str, base: Mapping[st
     fixed = group.get("set") or {}
     if not isinstance(grid, dict) or any(not isinstance(v, list) or not v for v in grid.values()):
         raise ScenarioError(f"{where}.grid: a table of non-empty value lists")
+    grid = {k: _every(k, v) for k, v in grid.items()}
     if not isinstance(fixed, dict):
         raise ScenarioError(f"{where}.set: a table of overrides")
     designs = _design_points(where, group)
     zipped = _zip_rows(where, group.get("zip"))
     if not grid and designs == [{}] and zipped == [{}]:
         raise ScenarioError(f"{where}: needs a grid, a zip, a design, or several")
+    excluded = _exclusions(where, group.get("exclude"))
     keys = list(grid)
     out = []
     for chosen_design in designs:
         for chosen_zip in zipped:
             for values in itertools.product(*(grid[k] for k in keys)):
                 chosen = {**chosen_design, **chosen_zip, **dict(zip(keys, values, strict=True))}
+                if any(all(k in chosen and chosen[k] == v for k, v in e.items()) for e in excluded):
+                    continue
                 overrides = expand_paths({**fixed, **chosen}, base)
                 out.append(Point(name, label(chosen), overrides, chosen))
+    if not out:
+        raise ScenarioError(f"{where}.exclude: leaves no point to run")
     return out
+
+
+def _every(key: str, values: list[Any]) -> list[Any]:
+    """``["*"]`` for a scheduler key: every registered scheduler, in the registry's order, so a
+    sweep over all of them takes in one added later."""
+    if values == ["*"] and (key == "scheduler" or key.endswith(".scheduler")):
+        return list(contract.names("schedulers"))
+    return values
+
+
+def _exclusions(where: str, table: object) -> list[dict[str, Any]]:
+    """A group's ``exclude``: the combinations of swept values to leave out."""
+    if table is None:
+        return []
+    if not isinstance(table, list) or not all(isinstance(e, dict) and e for e in table):
+        raise ScenarioError(f"{where}.exclude: a list of non-empty tables of swept keys")
+    return table
 
 
 def _zip_rows(where: str, table: object) -> list[dict[str, Any]]:

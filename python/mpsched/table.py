@@ -39,6 +39,18 @@ class Table:
     cols: list[str]
     cells: dict[tuple[tuple[str, ...], str], float]
     ratio_to: str | None = None
+    stat: str = "mean"
+    group: str | None = None
+
+    def caption(self) -> str:
+        """One line: what the cells are (metric, statistic, group), for above the table."""
+        what = _STAT_NAMES.get(self.stat) or f"{self.stat[1:]}th percentile"
+        pooled = "flows" if self.value.startswith("flows:") else "runs"
+        text = f"{self.value}: {what} over each cell's {pooled}"
+        text += f", group {self.group}" if self.group is not None else ", every group"
+        if self.ratio_to is not None:
+            text += f"; in brackets the ratio to column {self.ratio_to}"
+        return text
 
     def cell(self, row: tuple[str, ...], col: str, digits: int) -> str:
         v = self.cells.get((row, col))
@@ -156,6 +168,9 @@ def _load(
     return frame, value
 
 
+_STAT_NAMES = {"mean": "mean", "median": "median", "min": "minimum", "max": "maximum"}
+
+
 def _statistic(stat: str) -> str | Callable[[pd.Series], float]:
     """``mean``, ``median``, ``min``, ``max`` or ``pN`` (the N-th percentile) of a Series."""
     named = {"mean": "mean", "median": "median", "min": "min", "max": "max"}
@@ -247,4 +262,6 @@ def sweep_table(
         cols=table_cols,
         cells=cells,
         ratio_to=ratio_to,
+        stat=stat,
+        group=group,
     )

@@ -222,6 +222,15 @@ pub struct PyScheduler {
     pub error: Rc<RefCell<Option<PyErr>>>,
 }
 
+/// Its state lives in the Python object: the name says which.
+impl std::fmt::Debug for PyScheduler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PyScheduler")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
 impl PyScheduler {
     pub fn new(py: Python<'_>, obj: Py<PyAny>) -> PyResult<PyScheduler> {
         let b = obj.bind(py);

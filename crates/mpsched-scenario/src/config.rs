@@ -124,6 +124,20 @@ pub enum StackName {
 }
 
 impl StackName {
+    /// Upstream's scheduler (`linux`) hands data to subflow queues ahead of their windows and
+    /// relies on upstream's connection-level retransmission to get it past a subflow that
+    /// stopped working; the out-of-tree stack has neither, so the mixture, which no kernel
+    /// runs, would strand what a dead subflow's queue holds.
+    pub fn admits(self, scheduler: &str, field: &str) -> Result<(), String> {
+        if self == StackName::OutOfTree && scheduler == "linux" {
+            return Err(format!(
+                "{field}: 'linux' is upstream Linux's scheduler and runs on stack = \"upstream\" \
+                 only (the out-of-tree stack's default is 'default')"
+            ));
+        }
+        Ok(())
+    }
+
     pub fn stack(self) -> mpsched_core::conn::Stack {
         match self {
             StackName::Upstream => mpsched_core::conn::Stack::Upstream,
@@ -138,9 +152,8 @@ pub enum RecoveryName {
     #[default]
     Linux,
     Classic,
-    /// Linux's with a reordering window that never widens (`net.ipv4.tcp_recovery = 3`): for
-    /// tests of the adaptation; not offered to scenario files.
-    #[doc(hidden)]
+    /// Linux's with a reordering window that never widens (`net.ipv4.tcp_recovery = 3`): what
+    /// RACK's adaptation to reordering is worth (`scenarios/reordering.toml`).
     #[serde(rename = "linux-static-reo-wnd")]
     LinuxStaticReoWnd,
 }
@@ -488,6 +501,13 @@ impl Config {
         if self.protocol == Protocol::Mptcp {
             // Builds once to check the name and the parameters.
             sched::build(&self.scheduler, &self.sched_params()?).map_err(|e| e.at("connection"))?;
+            self.stack.admits(&self.scheduler, "connection.scheduler")?;
+        }
+        for (k, f) in self.flows.iter().enumerate() {
+            if f.protocol == Protocol::Mptcp {
+                self.stack
+                    .admits(&f.scheduler, &format!("flows[{k}].scheduler"))?;
+            }
         }
         Ok(())
     }

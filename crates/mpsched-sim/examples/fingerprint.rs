@@ -12,22 +12,16 @@
 use mpsched_sim::trace_out::{Chunk, Column};
 use mpsched_sim::{simulation_from_json, summary_json};
 
-const SCHEDULERS: &[&str] = &[
-    "minrtt",
-    "default",
-    "rr",
-    "redundant",
-    "bm",
-    "blest",
-    "ecf",
-    "daps",
-    "otias",
-    "stms-c",
-    "stms-a",
-    "mptcp-sf",
-    "linux",
-];
-const CCS: &[&str] = &["reno", "cubic", "lia", "olia"];
+/// Every registered scheduler and congestion control, in the registries' order.
+fn schedulers() -> Vec<&'static str> {
+    mpsched_core::sched::registry().map(|s| s.name).collect()
+}
+fn ccs() -> Vec<&'static str> {
+    mpsched_core::cc::CONGESTION_CONTROLS
+        .iter()
+        .map(|c| c.name)
+        .collect()
+}
 
 struct Fnv(u64);
 
@@ -93,8 +87,8 @@ fn scenario(sched: &str, cc: &str, secs: u64, paths: &str, extra: &str) -> Strin
 
 fn runs() -> Vec<(String, String)> {
     let mut v = Vec::new();
-    for s in SCHEDULERS {
-        for cc in CCS {
+    for s in schedulers() {
+        for cc in ccs() {
             v.push((
                 format!("{s}/{cc}"),
                 scenario(s, cc, 8, &two_paths(0.002), ""),

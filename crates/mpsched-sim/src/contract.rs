@@ -9,7 +9,7 @@ use crate::schema::{Field, Table};
 use crate::summary::{FlowSummary, Quantiles, SubflowSummary, Summary};
 use crate::trace_schema::TABLES;
 use mpsched_core::cc::CONGESTION_CONTROLS;
-use mpsched_core::sched::registry;
+use mpsched_core::sched::{aliases, registry};
 use serde::Serialize;
 
 /// Bumped when a field changes meaning or goes away (adding one does not).
@@ -31,6 +31,8 @@ pub struct Param {
 #[derive(Serialize)]
 pub struct SchedulerEntry {
     pub name: &'static str,
+    /// Other names a scenario may give it (the papers'); a run reports `name`.
+    pub aliases: Vec<&'static str>,
     pub description: &'static str,
     pub source: &'static str,
     pub params: Vec<Param>,
@@ -101,6 +103,11 @@ pub const LOSS_RECOVERIES: &[Choice] = &[
         name: "classic",
         description: "RFC 6675 DupThresh (3 segments SACKed above a hole), no probes, RTO >= 1 s",
     },
+    Choice {
+        name: "linux-static-reo-wnd",
+        description: "linux with RACK's reordering window never widened by D-SACKs \
+                      (net.ipv4.tcp_recovery = 3): what the adaptation to reordering is worth",
+    },
 ];
 
 /// `connection.timer_hz` (numbers, named as text).
@@ -148,6 +155,7 @@ pub fn contract() -> Contract {
         schedulers: registry()
             .map(|s| SchedulerEntry {
                 name: s.name,
+                aliases: aliases(s.name).collect(),
                 description: s.description,
                 source: s.source,
                 params: s
@@ -226,7 +234,7 @@ mod tests {
         }
         // And nothing the scenario accepts is missing.
         assert!(!parses::<StackName>("none") && STACKS.len() == 2);
-        assert!(LOSS_RECOVERIES.len() == 2 && PROTOCOLS.len() == 2);
+        assert!(LOSS_RECOVERIES.len() == 3 && PROTOCOLS.len() == 2);
     }
 
     /// The summary's serialized keys are exactly the declared fields, in order.

@@ -317,7 +317,8 @@ fn random_scenario(scheduler: &str, case: u64) -> Config {
         .collect();
     let mut c = scenario(paths, scheduler, 3600 * S);
     c.seed = case;
-    c.congestion = ["reno", "cubic", "lia", "olia"][r.below(4) as usize].into();
+    let ccs = mpsched_core::cc::CONGESTION_CONTROLS;
+    c.congestion = ccs[r.below(ccs.len() as u64) as usize].name.into();
     c.sndbuf_bytes = log_uniform(&mut r, 4.0 * MSS as f64, 8.0 * MIB as f64) as u64;
     c.rcvbuf_bytes = log_uniform(&mut r, 4.0 * MSS as f64, 8.0 * MIB as f64) as u64;
     c.workload = Workload::File {

@@ -32,6 +32,7 @@ impl DecisionCost {
 }
 
 /// `inner`, timed.
+#[derive(Debug)]
 pub struct Timed {
     inner: Box<dyn Scheduler>,
     cost: DecisionCost,

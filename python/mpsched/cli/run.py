@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -70,6 +71,11 @@ __all__ = ["run_command"]
     help="Where the capture is taken: the server, the client, or each link's output.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress on long runs.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="With --out: replace the run already in DIR (its files and plots; nothing else).",
+)
 def run_command(
     file: str | None,
     scheduler: str | None,
@@ -84,6 +90,7 @@ def run_command(
     pcap: str | None,
     pcap_at: str,
     quiet: bool,
+    force: bool,
 ) -> None:
     """Simulate the scenario FILE (default: the STMS lab set-up) and print a summary."""
     overrides = parse_set(sets)
@@ -103,10 +110,7 @@ def run_command(
     except UnitError as exc:
         raise ScenarioError(f"--max-trace-size: {exc}") from None
     if out is not None:
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ScenarioError(f"--out {out}: cannot write: {exc.strerror or exc}") from None
+        _prepare_out(out, force)
     capture = _capture_path(pcap, out)
     progress = None if quiet else RunProgress(to_native(model)["duration_ns"])
     try:
@@ -133,6 +137,33 @@ def run_command(
         if progress is not None:
             progress.close()
     _report(result, out, no_traces, as_json, capture)
+
+
+#: What `mpsched run --out DIR` and `mpsched plot DIR` leave in DIR: what --force replaces.
+RUN_FILES = ("summary.json", "scenario.json", *(f"{t}.parquet" for t in TABLES), CAPTURE_NAME)
+PLOTS_DIR = "plots"
+
+
+def _prepare_out(out: Path, force: bool) -> None:
+    """DIR made, and empty of any earlier run: a run written over another would sit beside the
+    other's plots and traces (a table this run does not write)."""
+    if out.is_dir() and any(out.iterdir()):
+        if not force:
+            raise ScenarioError(
+                f"--out {out}: the folder is not empty (an earlier run?); "
+                "choose another with --out, or pass --force to replace the run in it"
+            )
+        try:
+            for name in RUN_FILES:
+                (out / name).unlink(missing_ok=True)
+            if (out / PLOTS_DIR).is_dir():
+                shutil.rmtree(out / PLOTS_DIR)
+        except OSError as exc:
+            raise ScenarioError(f"--out {out}: cannot replace: {exc.strerror or exc}") from None
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ScenarioError(f"--out {out}: cannot write: {exc.strerror or exc}") from None
 
 
 def _capture_path(pcap: str | None, out: Path | None) -> Path | None:

@@ -25,8 +25,9 @@ WIDTH = 100
 def schedulers_command(as_json: bool) -> None:
     """List the packet schedulers: name, what it does, the parameters it takes.
 
-    Each name can be set as `connection.scheduler`; the parameters, their defaults and
-    meanings are in docs/schedulers.md and in `--json`.
+    Each name can be set as `connection.scheduler`, as can the aliases listed ("also": the
+    papers' names, e.g. lowrtt for minrtt; a run reports the name). The parameters, their
+    defaults and meanings are in docs/schedulers.md and in `--json`.
     """
     entries = api.schedulers()
     if as_json:
@@ -36,6 +37,8 @@ def schedulers_command(as_json: bool) -> None:
     indent = " " * name_width
     for entry in entries:
         lines = textwrap.wrap(entry.description, WIDTH - name_width) or [""]
+        if entry.aliases:
+            lines.append("also: " + ", ".join(entry.aliases))
         if entry.params:
             lines += textwrap.wrap(
                 "params: " + ", ".join(entry.params),

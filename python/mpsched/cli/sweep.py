@@ -16,6 +16,22 @@ from .progress import SweepLines
 __all__ = ["sweep_command"]
 
 
+def _list_experiments() -> None:
+    """Each built-in experiment: its name, its runs (points x repetitions) and its title, then
+    where its file is."""
+    from ..sweepfile import EXPERIMENTS, experiments
+
+    rows = []
+    for name in experiments():
+        sweep = load_sweep(EXPERIMENTS / f"{name}.toml")
+        rows.append((name, f"{len(sweep.points) * (sweep.repetitions or 1):,} runs", sweep.title))
+    name_width = max((len(r[0]) for r in rows), default=0)
+    runs_width = max((len(r[1]) for r in rows), default=0)
+    for name, runs, title in rows:
+        click.echo(f"{name:<{name_width}}  {runs:>{runs_width}}  {title}")
+    click.echo(f"\n(files in {EXPERIMENTS}; run one with `mpsched sweep NAME`)")
+
+
 @click.command("sweep")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path), required=False)
 @click.option(
@@ -59,12 +75,9 @@ def sweep_command(
     keeps every finished run; --resume runs the rest.
     """
     if list_only or file is None:
-        from ..sweepfile import EXPERIMENTS, experiments
-
         if not list_only:
             raise ScenarioError("sweep: give a sweep file or a built-in experiment (--list)")
-        for name in experiments():
-            click.echo(f"{name}  {EXPERIMENTS / (name + '.toml')}")
+        _list_experiments()
         return
     from rich.console import Console
     from rich.progress import (

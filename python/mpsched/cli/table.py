@@ -64,7 +64,8 @@ def table_command(
     as_csv: bool,
 ) -> None:
     """Print one metric of the sweep in DIR (`mpsched sweep --out DIR`) as a table: its mean (or
-    --stat) over the runs of each cell, by factor."""
+    --stat) over the runs of each cell, by factor. A caption line above the Markdown table says
+    which metric, statistic and group it holds (--csv has the table alone)."""
     from ..table import sweep_table
     from ..units import parse_size
 
@@ -74,4 +75,7 @@ def table_command(
     except ValueError as exc:
         raise ScenarioError(f"--size-classes: {exc}") from None
     table = sweep_table(sweep_dir, value, row_keys, cols, group, ratio_to, stat, bounds)
-    click.echo(table.csv(digits) if as_csv else table.markdown(digits))
+    if as_csv:
+        click.echo(table.csv(digits))
+    else:  # a Markdown paragraph, then the table
+        click.echo(f"{table.caption()}\n\n{table.markdown(digits)}")

@@ -6,7 +6,7 @@ value can be written as TOML does (``"20ms"``, ``"6MiB"``) and every error names
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
@@ -162,15 +162,21 @@ class SchedulerChoice(Choice):
 
 
 def scheduler_choice(
-    options: Options, *, optional: bool = False, python: bool = True
+    options: Options,
+    aliases: Callable[[], Mapping[str, str]],
+    *,
+    optional: bool = False,
+    python: bool = True,
 ) -> BeforeValidator:
     """A scheduler's name, listed in the JSON Schema (with ``python``, a scheduler written in
-    Python too); the scenario checks it against the native ones, where it knows them."""
+    Python too); the scenario checks it against the native ones, where it knows them. An alias
+    (``aliases()``: the papers' names, from the contract) becomes the registered name."""
 
     def check(value: object, info: ValidationInfo) -> object:
         if value is None and optional:
             return None
-        return _convert_string(value, info)
+        value = _convert_string(value, info)
+        return aliases().get(value, value) if isinstance(value, str) else value
 
     return SchedulerChoice(check, options=options, python=python)
 

@@ -94,8 +94,15 @@ def _scheduler_names() -> tuple[str, ...] | None:
 
 
 def _known_schedulers() -> tuple[str, ...] | None:
-    """`_scheduler_names()` when asked, so that a test's replacement of it counts."""
-    return _scheduler_names()
+    """`_scheduler_names()` when asked, so that a test's replacement of it counts, and their
+    aliases (the names a scenario may give, as the JSON Schema lists them)."""
+    names = _scheduler_names()
+    return None if names is None else (*names, *_scheduler_aliases())
+
+
+def _scheduler_aliases() -> dict[str, str]:
+    """The papers' names of the native schedulers, each to its registered name."""
+    return contract.scheduler_aliases()
 
 
 # --- models ---
@@ -112,9 +119,9 @@ class Connection(_Model):
 
     protocol: Annotated[str, choice(PROTOCOLS)] = "mptcp"
     """`tcp` uses only the first selected path."""
-    scheduler: Annotated[str, scheduler_choice(_known_schedulers)] = "default"
-    """Packet scheduler: one of `mpsched schedulers`, or one written in Python
-    (`FILE.py:Class`, `module:Class`)."""
+    scheduler: Annotated[str, scheduler_choice(_known_schedulers, _scheduler_aliases)] = "default"
+    """Packet scheduler: one of `mpsched schedulers` (or an alias it lists, e.g. the papers'
+    `lowrtt` for `minrtt`), or one written in Python (`FILE.py:Class`, `module:Class`)."""
     congestion: Annotated[str, choice(CONGESTION_CONTROLS)] = "cubic"
     """Congestion control."""
     sndbuf: PositiveSize = "6MiB"  # type: ignore[assignment]
@@ -145,7 +152,9 @@ class Connection(_Model):
     """How every connection's TCP finds losses: `linux` (RACK, tail loss probes, RTO = SRTT + max(4
     RTTVAR, 200 ms)), or `classic`: RFC 6675 with DupThresh 3 and no probes, RTO >= 1 s (RFC
     6298 2.4), as stacks without RACK/TLP and ns-3's TCP; a loss with fewer than three segments
-    after it then waits for the timeout.
+    after it then waits for the timeout; or `linux-static-reo-wnd`: `linux` with RACK's
+    reordering window never widened by D-SACKs (`net.ipv4.tcp_recovery = 3`), to see what the
+    adaptation to reordering is worth (`scenarios/reordering.toml`).
     """
     timer_hz: Annotated[int, choice(_timer_hz)] = 250
     """Both kernels' `CONFIG_HZ`: TCP's and MPTCP's timers (RTO, loss probe, reordering, delayed
@@ -229,7 +238,8 @@ class FlowSpec(_Model):
     protocol: Annotated[str | None, choice(PROTOCOLS, optional=True)] = None
     """Unset: the connection's."""
     scheduler: Annotated[
-        str | None, scheduler_choice(_known_schedulers, optional=True, python=False)
+        str | None,
+        scheduler_choice(_known_schedulers, _scheduler_aliases, optional=True, python=False),
     ] = None
     """Unset: the connection's. A built-in scheduler (a Python scheduler drives only the main
     connection).
@@ -504,6 +514,8 @@ def _check(scenario: Scenario) -> None:
             if name in connection.paths[:j]:
                 raise ValueError(f"connection.paths[{j}]: path {name!r} is listed twice")
 
+    if connection.protocol == "mptcp":
+        _check_stack_admits(connection.stack, connection.scheduler, "connection.scheduler")
     known_schedulers = _scheduler_names()
     if (
         known_schedulers is not None
@@ -597,6 +609,7 @@ def _check_flow(
                 f"{where}.scheduler: unknown scheduler {scheduler!r} "
                 f"(known: {', '.join(known_schedulers)})"
             )
+        _check_stack_admits(scenario.connection.stack, scheduler, f"{where}.scheduler")
     if flow.size is None and flow.size_dist != "fixed":
         raise ValueError(f"{where}.size_dist: a bulk flow (no size) has no size to draw")
     if flow.start_dist == "poisson" and flow.interval == 0:
@@ -707,3 +720,13 @@ def _check_path(index: int, path: PathSpec, links: list[LinkSpec], duration: int
             raise ValueError(
                 f"{_where(index, path, where + '.rate')}: the path's trace sets its capacity"
             )
+
+
+def _check_stack_admits(stack: str, scheduler: str, field: str) -> None:
+    """Upstream's scheduler relies on upstream's connection-level retransmission; no kernel
+    runs it on the out-of-tree stack (the Rust rule: ``StackName::admits``)."""
+    if stack == "out-of-tree" and scheduler == "linux":
+        raise ValueError(
+            f"{field}: 'linux' is upstream Linux's scheduler and runs on stack = \"upstream\" "
+            "only (the out-of-tree stack's default is 'default')"
+        )

@@ -17,7 +17,11 @@ pub struct DataSegState {
     pub transmissions: u16,
     /// Subflow-level TCP retransmissions of this segment (fast recovery, RTO).
     pub retransmissions: u16,
-    pub(super) queued_for_reinjection: bool,
+    /// Waiting in the reinjection queue (`Shared::reinject`); cleared once sent from it.
+    pub(super) in_reinject_queue: bool,
+    /// Reinjected after a subflow's timeout or close on the out-of-tree stack (its skbs'
+    /// `MPTCP_REINJECT` mark): another subflow's timeout does not reinject it again.
+    pub(super) reinjected: bool,
 }
 
 /// The data the application has written and the peer has not Data-ACKed.
@@ -173,7 +177,8 @@ impl DataQueue {
                 first_sent: Time::ZERO,
                 transmissions: 0,
                 retransmissions: 0,
-                queued_for_reinjection: false,
+                in_reinject_queue: false,
+                reinjected: false,
             });
         }
     }

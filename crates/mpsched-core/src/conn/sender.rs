@@ -22,6 +22,7 @@
 
 use crate::cc::{CcState, CongestionControl};
 use crate::conn::data::DataQueue;
+use crate::conn::meta_rto::MetaRto;
 use crate::conn::msk_rtx::{MskRtx, SubflowNow, DFRAG_BYTES};
 use crate::conn::stats::Histogram;
 use crate::conn::Stack;
@@ -102,6 +103,11 @@ pub struct SenderStats {
     pub data_ack_steps: Histogram,
     pub opportunistic_retransmits: u64,
     pub reinjections: u64,
+    /// Segments the out-of-tree meta socket's timer sent again (counted in `reinjections`
+    /// too).
+    pub meta_retransmits: u64,
+    /// Subflows reset after retransmitting in vain for `tcp_retries2` (`WRITE_TIMEOUT`).
+    pub write_timeouts: u64,
     pub redundant: u64,
     pub window_probes: u64,
     /// Decisions the connection refused (a scheduler bug, e.g. a subflow without space).
@@ -135,6 +141,11 @@ pub struct Sender {
     round: Vec<u32>,
     /// Upstream Linux's connection-level retransmission (MPTCP with several subflows).
     msk_rtx: Option<MskRtx>,
+    /// The out-of-tree kernel's meta-socket retransmission timer (MPTCP with several
+    /// subflows).
+    meta_rto: Option<MetaRto>,
+    /// One past the highest data segment sent (the meta socket's `snd_nxt`).
+    snd_nxt: u64,
     /// Scratch for `msk_rtx`.
     now_views: Vec<SubflowNow>,
     /// Each subflow's incarnation (`Packet::gen`), and those closed (`close_subflow`).
@@ -213,6 +224,8 @@ impl Sender {
             views_joined: false,
             cc_scratch: Vec::with_capacity(n),
             msk_rtx: None,
+            meta_rto: None,
+            snd_nxt: 0,
             now_views: Vec::with_capacity(n),
             gens: vec![0; n],
             closed: SubflowSet::EMPTY,
@@ -221,10 +234,30 @@ impl Sender {
     }
 
     fn with_msk_rtx(mut self) -> Sender {
-        if self.cfg.mptcp && self.cfg.stack == Stack::Upstream && self.subflows.len() > 1 {
-            self.msk_rtx = Some(MskRtx::new(self.subflows.len(), self.cfg.jiffies));
+        if self.cfg.mptcp && self.subflows.len() > 1 {
+            match self.cfg.stack {
+                Stack::Upstream => {
+                    self.msk_rtx = Some(MskRtx::new(self.subflows.len(), self.cfg.jiffies));
+                }
+                Stack::OutOfTree => self.meta_rto = Some(MetaRto::new(self.cfg.jiffies)),
+            }
         }
         self
+    }
+
+    /// `mptcp_set_rto` after subflow RTOs changed: the largest of those that may send.
+    fn update_meta_rto(&mut self, now: Time) {
+        if self.meta_rto.is_none() {
+            return;
+        }
+        let max = (0..self.subflows.len())
+            .filter(|&i| self.established(i, now) && !self.closed.contains(i))
+            .map(|i| self.subflows[i].rtt().rto())
+            .max()
+            .unwrap_or(Dur::ZERO);
+        if let Some(m) = self.meta_rto.as_mut() {
+            m.set_rto(max);
+        }
     }
 
     /// Subflows whose stale-subflow logic marked them (upstream Linux), so far.
@@ -346,6 +379,8 @@ impl Sender {
             self.autotune_sndbuf(now, i);
         }
         let step = self.on_data_ack(now, &ack);
+        // After the Data ACK ended the meta socket's recovery, the subflow's new RTO counts.
+        self.update_meta_rto(now);
 
         let sf = &self.subflows[i];
         let free = sf.cwnd_space();
@@ -389,10 +424,13 @@ impl Sender {
             }
         }
         self.data.una = target;
-        let outstanding = self.data.una < self.msk_sent_end();
+        let outstanding = self.data.una < self.data.written_end();
         if let Some(m) = self.msk_rtx.as_mut() {
             // The Data ACK advanced: the timer restarts (`__mptcp_clean_una`).
             m.reset(now, outstanding);
+        }
+        if let Some(m) = self.meta_rto.as_mut() {
+            m.on_data_ack(now, self.data.una < self.snd_nxt);
         }
         self.stats.data_ack_steps.record(step);
         self.sched.on_data_ack(now, step, left_edge);
@@ -412,11 +450,22 @@ impl Sender {
                 self.stale.insert(i);
             }
             if self.subflows[i].rto_at().is_some_and(|t| t <= now) {
+                let others_open =
+                    (0..self.subflows.len()).any(|j| j != i && !self.closed.contains(j));
+                if self.cfg.mptcp && others_open && self.subflows[i].write_timed_out(now) {
+                    // `tcp_write_timeout`: the subflow is reset and its data goes to the
+                    // others. (A connection's last subflow would abort the connection; the
+                    // model keeps retrying it.)
+                    self.stats.write_timeouts += 1;
+                    self.close_subflow(now, i);
+                    continue;
+                }
                 self.snapshot_cc();
                 self.subflows[i].on_rto(now, self.cc.as_mut(), &self.cc_scratch);
                 self.stale.insert(i);
-                if self.cfg.mptcp && self.subflows.len() > 1 && self.msk_rtx.is_none() {
+                if self.meta_rto.is_some() {
                     self.queue_reinjection(i);
+                    self.update_meta_rto(now);
                 }
             }
         }
@@ -431,6 +480,14 @@ impl Sender {
             .is_some_and(|t| t <= now)
         {
             self.msk_retransmit(now);
+        }
+        if self
+            .meta_rto
+            .as_ref()
+            .and_then(MetaRto::timer_at)
+            .is_some_and(|t| t <= now)
+        {
+            self.meta_retransmit(now);
         }
         self.push(now);
     }
@@ -448,6 +505,7 @@ impl Sender {
         let una = self.data.una;
         let held: Vec<u64> = if self.msk_rtx.is_some() {
             self.shared.rewound = true;
+            self.shared.rewinds = self.shared.rewinds.wrapping_add(1);
             let pushed_end = self.sched.pushed_end();
             (una..self.msk_sent_end())
                 .filter(|&d| {
@@ -462,11 +520,10 @@ impl Sender {
                 .collect()
         };
         for d in held {
-            if let Some(s) = self.data.get_mut(d) {
-                if !s.queued_for_reinjection {
-                    s.queued_for_reinjection = true;
-                    self.shared.reinject.push_back(d);
-                }
+            if self.msk_rtx.is_some() {
+                self.enqueue_reinjection(d);
+            } else {
+                self.reinject_once(d);
             }
         }
         self.closed.insert(i);
@@ -530,7 +587,11 @@ impl Sender {
         let pushed_end = self.sched.pushed_end();
         self.fill_now_views(now);
         let m = self.msk_rtx.as_mut().expect("upstream");
-        if una >= sent_end {
+        // Written and not yet sent counts too (`__mptcp_clean_una` stops the timer only once
+        // `snd_una` reaches `write_seq`): a firing with nothing to resend still runs the stale
+        // check on subflows holding data (`__mptcp_retrans` asks `mptcp_sched_get_retrans`
+        // first), so pending data gets past a regular subflow that died with a full queue.
+        if una >= self.data.written_end() {
             m.reset(now, false);
             return;
         }
@@ -539,8 +600,12 @@ impl Sender {
             // The stale subflow leaves the scheduler's choices.
             self.views_joined = false;
         }
+        if una >= sent_end {
+            return;
+        }
         let end = if firing.retransmit_all {
             self.shared.rewound = true;
+            self.shared.rewinds = self.shared.rewinds.wrapping_add(1);
             sent_end
         } else if firing.retransmit_head {
             let segs = DFRAG_BYTES.div_ceil(u64::from(wire::mss(true)));
@@ -549,12 +614,13 @@ impl Sender {
             return;
         };
         for d in una..end {
-            if let Some(s) = self.data.get_mut(d) {
-                // What a subflow's queue holds counts as sent (`already_sent`).
-                if (s.transmissions > 0 || d < pushed_end) && !s.queued_for_reinjection {
-                    s.queued_for_reinjection = true;
-                    self.shared.reinject.push_back(d);
-                }
+            // What a subflow's queue holds counts as sent (`already_sent`).
+            if self
+                .data
+                .get(d)
+                .is_some_and(|s| s.transmissions > 0 || d < pushed_end)
+            {
+                self.enqueue_reinjection(d);
             }
         }
     }
@@ -594,20 +660,77 @@ impl Sender {
     }
 
     /// RFC 8684 3.3.6: what the timed-out subflow still holds may go on another subflow.
+    /// `mptcp_reinject_data` walks the whole write queue, SACKed segments included: the
+    /// receiver holds those in the subflow's out-of-order queue, out of the connection's
+    /// reach until the subflow fills its hole, which a dead path never does.
     fn queue_reinjection(&mut self, i: usize) {
         let una = self.data.una;
         let dseqs: Vec<u64> = self.subflows[i]
             .outstanding()
-            .filter(|(_, s)| !s.sacked && s.dseq >= una)
+            .filter(|(_, s)| s.dseq >= una)
             .map(|(_, s)| s.dseq)
             .collect();
         for d in dseqs {
-            if let Some(s) = self.data.get_mut(d) {
-                if !s.queued_for_reinjection {
-                    s.queued_for_reinjection = true;
-                    self.shared.reinject.push_back(d);
+            self.reinject_once(d);
+        }
+    }
+
+    /// Queues data segment `d` to be sent again on another subflow, unless it waits already.
+    fn enqueue_reinjection(&mut self, d: u64) {
+        if let Some(s) = self.data.get_mut(d) {
+            if !s.in_reinject_queue {
+                s.in_reinject_queue = true;
+                // In data order, as both kernels send it again: out-of-tree inserts into its
+                // reinject queue by sequence number (`__mptcp_reinject_data`), upstream moves
+                // its send head back to the Data ACK. Appended, a hole queued in a second
+                // rewind would wait behind everything the first one queued.
+                let q = &mut self.shared.reinject;
+                if q.back().is_none_or(|&b| b < d) {
+                    q.push_back(d);
+                } else {
+                    let at = q.partition_point(|&x| x < d);
+                    q.insert(at, d);
                 }
             }
+        }
+    }
+
+    /// The out-of-tree `mptcp_reinject_data`: a segment is reinjected once; a copy it sent
+    /// carries the mark, and only the meta socket's timer sends it again.
+    fn reinject_once(&mut self, d: u64) {
+        if let Some(s) = self.data.get_mut(d) {
+            if !s.reinjected {
+                s.reinjected = true;
+                self.enqueue_reinjection(d);
+            }
+        }
+    }
+
+    /// The out-of-tree meta socket's timer fired (`mptcp_meta_retransmit_timer`): the segment
+    /// at the Data ACK goes out again on the subflow the kernel's `get_subflow` would pick.
+    fn meta_retransmit(&mut self, now: Time) {
+        let una = self.data.una;
+        let outstanding = una < self.snd_nxt;
+        if outstanding && self.data.in_window(una) {
+            self.refresh_views(now);
+            let sent_on = self.data.get(una).map_or(SubflowSet::EMPTY, |s| s.sent_on);
+            if let Some(sf) =
+                crate::sched::reinjection_subflow(&self.views, sent_on, SubflowSet::EMPTY)
+            {
+                self.send(
+                    now,
+                    Decision {
+                        dseq: una,
+                        subflows: SubflowSet::one(sf),
+                        reason: Reason::Reinjection,
+                    },
+                );
+                self.views[sf].after_send(&self.subflows[sf]);
+                self.stats.meta_retransmits += 1;
+            }
+        }
+        if let Some(m) = self.meta_rto.as_mut() {
+            m.on_fire(now, outstanding);
         }
     }
 
@@ -680,7 +803,11 @@ impl Sender {
             (None, y) => y,
         };
         let msk = self.msk_rtx.as_ref().and_then(MskRtx::timer_at);
-        earliest(earliest(rto, join), earliest(self.probe_at, msk))
+        let meta = self.meta_rto.as_ref().and_then(MetaRto::timer_at);
+        earliest(
+            earliest(earliest(rto, join), earliest(self.probe_at, msk)),
+            meta,
+        )
     }
 
     // ----- sending -----
@@ -916,6 +1043,16 @@ impl Sender {
         }
         if d.reason == Reason::Reinjection {
             self.shared.reinject.retain(|&x| x != d.dseq);
+            if let Some(s) = self.data.get_mut(d.dseq) {
+                s.in_reinject_queue = false;
+            }
+        }
+        if d.dseq >= self.snd_nxt {
+            // New at the data level (`tcp_event_new_data_sent` on the meta socket).
+            if let Some(m) = self.meta_rto.as_mut() {
+                m.on_new_data(now, self.data.una < self.snd_nxt);
+            }
+            self.snd_nxt = d.dseq + 1;
         }
         // Drop what has been Data-ACKed from the reinjection queue.
         let una = self.data.una;

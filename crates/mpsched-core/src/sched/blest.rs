@@ -37,8 +37,8 @@
 use super::default::RcvBufOpt;
 use crate::cc::INFINITE_SSTHRESH;
 use crate::sched::{
-    fastest_in_use, lowest_rtt_available, Decision, ParamInfo, Reason, SchedCtx, SchedInfo,
-    SchedParams, Scheduler, SubflowSet,
+    fastest_in_use, lowest_rtt_available, reinjection_subflow, Decision, ParamInfo, Reason,
+    SchedCtx, SchedInfo, SchedParams, Scheduler, SubflowSet,
 };
 use crate::time::{Dur, Time};
 
@@ -209,9 +209,9 @@ impl Scheduler for Blest {
         let fast = fastest_in_use(ctx.subflows()).map(|v| v.id)?;
 
         // Segments queued for reinjection go first, through the same test.
-        let reinject = ctx
-            .reinject_queue()
-            .find_map(|d| lowest_rtt_available(ctx.subflows(), ctx.sent_on(d)).map(|s| (d, s)));
+        let reinject = ctx.reinject_queue().find_map(|d| {
+            reinjection_subflow(ctx.subflows(), ctx.sent_on(d), SubflowSet::EMPTY).map(|s| (d, s))
+        });
         if let Some((dseq, s)) = reinject {
             let len = ctx.seg_len(dseq);
             if self.blocks(ctx, s, fast, len) {
@@ -261,11 +261,6 @@ impl Scheduler for Blest {
 mod tests {
     use crate::sched::testkit::*;
     use crate::sched::SchedParams;
-
-    #[test]
-    fn the_documented_defaults_are_the_defaults() {
-        assert_documented_defaults(&super::INFO, super::Blest::from_params);
-    }
 
     /// 10 ms and 100 ms subflows, initial windows of 10. The fast one fills its window
     /// first; then LowRTT would use the slow one.

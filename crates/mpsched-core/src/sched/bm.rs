@@ -28,8 +28,8 @@
 //! A subflow without an RTT sample is not capped.
 
 use crate::sched::{
-    lowest_rtt_available, Decision, ParamInfo, Reason, SchedCtx, SchedInfo, SchedParams, Scheduler,
-    SubflowSet,
+    lowest_rtt_available, reinjection_subflow, Decision, ParamInfo, Reason, SchedCtx, SchedInfo,
+    SchedParams, Scheduler, SubflowSet,
 };
 use crate::time::Dur;
 
@@ -138,8 +138,7 @@ impl Scheduler for BufferbloatMitigation {
             }
         }
         for dseq in ctx.reinject_queue() {
-            let exclude = SubflowSet(capped.0 | ctx.sent_on(dseq).0);
-            if let Some(sf) = lowest_rtt_available(ctx.subflows(), exclude) {
+            if let Some(sf) = reinjection_subflow(ctx.subflows(), ctx.sent_on(dseq), capped) {
                 return Some(Decision {
                     dseq,
                     subflows: SubflowSet::one(sf),
@@ -164,11 +163,6 @@ impl Scheduler for BufferbloatMitigation {
 mod tests {
     use crate::sched::testkit::*;
     use crate::sched::{ParamValue, SchedParams};
-
-    #[test]
-    fn the_documented_defaults_are_the_defaults() {
-        assert_documented_defaults(&super::INFO, super::BufferbloatMitigation::from_params);
-    }
 
     /// Subflow 0 (10 ms) has its first ACKs delayed to 200 ms and 400 ms: its srtt grows to
     /// 33.75 ms and then 79.5 ms while its smallest srtt stays 10 ms.

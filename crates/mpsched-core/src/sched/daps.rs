@@ -37,8 +37,8 @@
 //! later than planned: DAPS orders arrivals well when the delays differ a lot and the slow
 //! path carries little, less so between paths of similar capacity.
 
-use super::minrtt::next_reinjection;
 use crate::cc::CaState;
+use crate::sched::next_reinjection;
 use crate::sched::{
     lowest_rtt_available, Decision, ParamInfo, Reason, SchedCtx, SchedInfo, SchedParams, Scheduler,
     SubflowSet,
@@ -317,11 +317,6 @@ impl Scheduler for Daps {
 mod tests {
     use crate::sched::testkit::*;
     use crate::sched::SchedParams;
-
-    #[test]
-    fn the_documented_defaults_are_the_defaults() {
-        assert_documented_defaults(&super::INFO, super::Daps::from_params);
-    }
 
     #[test]
     fn the_slow_subflow_is_given_segments_ahead_in_proportion_to_the_delays() {

@@ -21,8 +21,8 @@
 //!     send head on cur
 //! ```
 
-use super::minrtt::next_reinjection;
 use crate::cc::CaState;
+use crate::sched::next_reinjection;
 use crate::sched::{
     lowest_rtt_available, Decision, Reason, SchedCtx, SchedInfo, Scheduler, SubflowSet,
 };

@@ -39,8 +39,8 @@
 
 use super::default::RcvBufOpt;
 use crate::sched::{
-    fastest_in_use, lowest_rtt_available, Decision, ParamInfo, Reason, SchedCtx, SchedInfo,
-    SchedParams, Scheduler, SubflowSet,
+    fastest_in_use, lowest_rtt_available, reinjection_subflow, Decision, ParamInfo, Reason,
+    SchedCtx, SchedInfo, SchedParams, Scheduler, SubflowSet,
 };
 
 pub const INFO: SchedInfo = SchedInfo {
@@ -162,9 +162,9 @@ impl Scheduler for Ecf {
         let n = ctx.subflows().len();
         let fast = fastest_in_use(ctx.subflows()).map(|v| v.id)?;
 
-        let reinject = ctx
-            .reinject_queue()
-            .find_map(|d| lowest_rtt_available(ctx.subflows(), ctx.sent_on(d)).map(|s| (d, s)));
+        let reinject = ctx.reinject_queue().find_map(|d| {
+            reinjection_subflow(ctx.subflows(), ctx.sent_on(d), SubflowSet::EMPTY).map(|s| (d, s))
+        });
         if let Some((dseq, s)) = reinject {
             if self.wait_for_fastest(ctx, s, fast) {
                 return None;
@@ -209,11 +209,6 @@ impl Scheduler for Ecf {
 mod tests {
     use crate::sched::testkit::*;
     use crate::sched::{ParamValue, SchedParams};
-
-    #[test]
-    fn the_documented_defaults_are_the_defaults() {
-        assert_documented_defaults(&super::INFO, super::Ecf::from_params);
-    }
 
     /// A file of `segments` over 10 ms and 100 ms subflows (srtt from the handshake,
     /// rttvar = srtt / 2, so delta = 50 ms); returns what went out at the start.

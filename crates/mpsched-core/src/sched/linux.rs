@@ -64,7 +64,7 @@ pub const INFO: SchedInfo = SchedInfo {
 /// `MPTCP_SEND_BURST_SIZE`: 64 KiB minus the TCP/IP header and option space (65,428 bytes).
 pub const SEND_BURST_BYTES: u64 = 65_428;
 
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct LinuxSched {
     /// Per subflow `avg_pacing_rate` (bits per second; 0 = not yet set).
     avg_pacing: Vec<u64>,
@@ -77,6 +77,8 @@ pub struct LinuxSched {
     retrans_on: Option<(usize, u64)>,
     /// Everything not Data-ACKed is being pushed again (a subflow went stale or closed).
     rewinding: bool,
+    /// The connection's rewind count when this one began.
+    rewinds: u32,
 }
 
 /// What a segment in flight costs in `sk_wmem_queued`: measured on this kernel (`ss -tm` `w`
@@ -133,9 +135,10 @@ impl LinuxSched {
         (self.wmem(&views[j], mss) < views[j].sndbuf).then_some(j)
     }
 
-    /// `mptcp_subflow_get_retrans`: an idle subflow (nothing queued) that has not carried
-    /// `dseq`, regular before backup.
-    fn pick_retrans(&self, views: &[SubflowView], carried: SubflowSet) -> Option<usize> {
+    /// `mptcp_subflow_get_retrans`: an idle subflow (nothing queued), regular before backup.
+    /// Upstream keeps no record of where a fragment went (no path mask): the subflow that
+    /// carried it before may carry it again, and after a failure it is often the only one.
+    fn pick_retrans(&self, views: &[SubflowView]) -> Option<usize> {
         let idle = |backup: bool| {
             views
                 .iter()
@@ -144,7 +147,6 @@ impl LinuxSched {
                         && v.backup == backup
                         && v.packets_out == 0
                         && self.queues[v.id].is_empty()
-                        && !carried.contains(v.id)
                 })
                 .map(|v| v.id)
         };
@@ -244,24 +246,24 @@ impl Scheduler for LinuxSched {
         // to the Data ACK, and every fragment is pushed again as pending data, behind what the
         // subflows' queues already hold (which they send first, and then again).
         if ctx.rewound() {
-            if !self.rewinding {
+            // Each stale mark or close moves the send head back, one during a rewind too.
+            if !self.rewinding || self.rewinds != ctx.rewinds() {
                 self.rewinding = true;
+                self.rewinds = ctx.rewinds();
                 self.next_new = ctx.data_una();
             }
         } else {
             self.rewinding = false;
         }
         for dseq in ctx.reinject_queue().take_while(|_| !self.rewinding) {
-            let carried = ctx.sent_on(dseq);
             let views = ctx.subflows();
-            let free = |j: usize| Self::can_send(&views[j]) && !carried.contains(j);
             let j = match self.retrans_on {
                 // The rest of the fragment follows its head.
-                Some((j, left)) if left > 0 && free(j) => {
+                Some((j, left)) if left > 0 && Self::can_send(&views[j]) => {
                     self.retrans_on = Some((j, left - 1));
                     Some(j)
                 }
-                _ => self.pick_retrans(views, carried).inspect(|&j| {
+                _ => self.pick_retrans(views).inspect(|&j| {
                     self.retrans_on = Some((j, DFRAG_SEGS - 1));
                 }),
             };

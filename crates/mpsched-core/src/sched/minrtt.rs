@@ -3,7 +3,8 @@
 //! Segments waiting for reinjection go first, on a subflow they have not been sent on.
 
 use crate::sched::{
-    lowest_rtt_available, Decision, Reason, SchedCtx, SchedInfo, Scheduler, SubflowSet,
+    lowest_rtt_available, next_reinjection, Decision, Reason, SchedCtx, SchedInfo, Scheduler,
+    SubflowSet,
 };
 
 pub const INFO: SchedInfo = SchedInfo {
@@ -14,29 +15,13 @@ pub const INFO: SchedInfo = SchedInfo {
     build: |_| Ok(Box::new(MinRtt::new())),
 };
 
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct MinRtt;
 
 impl MinRtt {
     pub fn new() -> MinRtt {
         MinRtt
     }
-}
-
-/// The reinjection step shared by the LowRTT family: the oldest queued segment goes on the
-/// fastest available subflow that has not carried it.
-pub fn next_reinjection(ctx: &SchedCtx) -> Option<Decision> {
-    for dseq in ctx.reinject_queue() {
-        let sent = ctx.sent_on(dseq);
-        if let Some(sf) = lowest_rtt_available(ctx.subflows(), sent) {
-            return Some(Decision {
-                dseq,
-                subflows: SubflowSet::one(sf),
-                reason: Reason::Reinjection,
-            });
-        }
-    }
-    None
 }
 
 impl Scheduler for MinRtt {

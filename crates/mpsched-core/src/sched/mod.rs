@@ -14,11 +14,15 @@
 //! parameters, constructor); `registry.rs` lists them.
 
 pub mod params;
+mod pick;
 mod registry;
 
 pub use crate::subflow::SubflowSet;
 pub use params::{ParamInfo, ParamValue, SchedParams};
-pub use registry::{build, lookup, registry, BuildError};
+pub use pick::{
+    backups_in_use, fastest_in_use, lowest_rtt_available, next_reinjection, reinjection_subflow,
+};
+pub use registry::{aliases, build, lookup, registry, BuildError};
 
 use crate::cc::CaState;
 use crate::conn::data::DataQueue;
@@ -151,6 +155,8 @@ pub struct Shared {
     /// `__mptcp_retransmit_pending_data`): the reinjections go out as pending data does, not
     /// only on idle subflows. Cleared once the queue is empty.
     pub rewound: bool,
+    /// Rewinds so far: a second stale mark or close during a rewind starts another.
+    pub rewinds: u32,
     pub penalize: Vec<usize>,
     pub sched_trace: Option<Vec<SchedSample>>,
 }
@@ -204,6 +210,10 @@ impl<'a> SchedCtx<'a> {
     /// See `Shared::rewound`.
     pub fn rewound(&self) -> bool {
         self.shared.rewound
+    }
+    /// How many rewinds the connection has started (`Shared::rewinds`).
+    pub fn rewinds(&self) -> u32 {
+        self.shared.rewinds
     }
 
     pub fn reinject_queue(&self) -> impl Iterator<Item = u64> + '_ {
@@ -263,7 +273,9 @@ impl<'a> SchedCtx<'a> {
     }
 }
 
-pub trait Scheduler {
+/// `Debug` shows a scheduler's configuration and state: the registry's test compares a
+/// scheduler built with each documented default written out against one built without it.
+pub trait Scheduler: std::fmt::Debug {
     fn name(&self) -> &'static str;
 
     /// The next segment to send and where, or `None` to send nothing now.
@@ -298,46 +310,6 @@ pub struct SchedInfo {
     pub params: &'static [ParamInfo],
     /// Parses its parameters and builds it; the keys are among `params`.
     pub build: fn(&SchedParams) -> Result<Box<dyn Scheduler>, String>,
-}
-
-/// Among available subflows, the one with the lowest srtt (ties to the lower index), optionally
-/// excluding a set. Subflows without an RTT sample yet rank as srtt = 0, as in the kernel.
-///
-/// A backup subflow only when no regular one could carry the segment even later: a regular
-/// subflow that is merely out of window space is waited for (the out-of-tree
-/// `get_available_subflow` returns nothing when a regular subflow is only temporarily
-/// unavailable, its `force` case); backups serve once every regular one is gone, still joining
-/// or potentially failed (recovering from a timeout).
-pub fn lowest_rtt_available(views: &[SubflowView], exclude: SubflowSet) -> Option<usize> {
-    let pick = |backup: bool| {
-        views
-            .iter()
-            .filter(|v| v.available() && v.backup == backup && !exclude.contains(v.id))
-            .min_by_key(|v| (v.srtt, v.id))
-            .map(|v| v.id)
-    };
-    let regular_alive = views.iter().any(|v| {
-        !v.backup && v.established && v.ca_state != CaState::Loss && !exclude.contains(v.id)
-    });
-    pick(!regular_alive)
-}
-
-/// Whether the subflows in use are the backup ones: only when no regular subflow is
-/// established and out of timeout recovery (see `lowest_rtt_available`).
-pub fn backups_in_use(views: &[SubflowView]) -> bool {
-    !views
-        .iter()
-        .any(|v| !v.backup && v.established && v.ca_state != CaState::Loss)
-}
-
-/// The established subflow with the lowest srtt among those in use (regular, or backup when
-/// no regular one can carry data): the "fast" subflow BLEST, ECF and MPTCP-SF compare with.
-pub fn fastest_in_use(views: &[SubflowView]) -> Option<&SubflowView> {
-    let backup = backups_in_use(views);
-    views
-        .iter()
-        .filter(|v| v.established && v.backup == backup)
-        .min_by_key(|v| (v.srtt, v.id))
 }
 
 #[cfg(test)]

@@ -128,11 +128,6 @@ mod tests {
     use crate::sched::testkit::*;
     use crate::sched::ParamValue;
 
-    #[test]
-    fn the_documented_defaults_are_the_defaults() {
-        assert_documented_defaults(&super::INFO, super::MptcpSf::from_params);
-    }
-
     fn setup(rtts: Vec<u64>, total: Option<u64>) -> Setup {
         Setup {
             rtts_ms: rtts,

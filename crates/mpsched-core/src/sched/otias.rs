@@ -293,11 +293,6 @@ mod tests {
     use crate::sched::testkit::*;
     use crate::sched::ParamValue;
 
-    #[test]
-    fn the_documented_defaults_are_the_defaults() {
-        assert_documented_defaults(&super::INFO, super::Otias::from_params);
-    }
-
     /// Two subflows, 10 ms and 100 ms, initial windows of 10: what goes out at the start.
     fn start(wait: &str) -> (crate::conn::Sender, Vec<(u8, u64, u64)>) {
         let mut s = sender(

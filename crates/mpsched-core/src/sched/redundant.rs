@@ -26,8 +26,8 @@
 //! subflow; the per-subflow positions above are what make every subflow carry it. Segments
 //! queued for reinjection after a subflow's timeout go first, as in the kernel.
 
-use super::minrtt::next_reinjection;
 use crate::cc::CaState;
+use crate::sched::next_reinjection;
 use crate::sched::{Decision, Reason, SchedCtx, SchedInfo, Scheduler, SubflowSet};
 
 pub const INFO: SchedInfo = SchedInfo {
@@ -39,7 +39,7 @@ pub const INFO: SchedInfo = SchedInfo {
     build: |_| Ok(Box::new(Redundant::new())),
 };
 
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct Redundant {
     /// Per subflow: the next data segment it should carry.
     next: Vec<u64>,

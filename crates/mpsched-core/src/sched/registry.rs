@@ -65,13 +65,36 @@ const SCHEDULERS: &[SchedInfo] = &[
     linux::INFO,
 ];
 
+/// Other names a scenario may give a scheduler: the papers' (alias, registered name). A
+/// scenario naming an alias runs, and reports, the registered scheduler.
+const ALIASES: &[(&str, &str)] = &[
+    // Paper 001 (and 004's "minRTT"): the lowest-RTT-first scheduler, and its two variants.
+    ("lowrtt", "minrtt"),
+    ("lowrtt+rp", "default"),
+    ("lowrtt+bm", "bm"),
+    ("round-robin", "rr"),
+];
+
 /// Every registered scheduler, in listing order.
 pub fn registry() -> impl Iterator<Item = &'static SchedInfo> {
     SCHEDULERS.iter()
 }
 
+/// The scheduler registered as `name` or known by it as an alias.
 pub fn lookup(name: &str) -> Option<&'static SchedInfo> {
+    let name = ALIASES
+        .iter()
+        .find(|(alias, _)| *alias == name)
+        .map_or(name, |(_, registered)| registered);
     registry().find(|s| s.name == name)
+}
+
+/// The aliases of the scheduler registered as `name`, in the order they are declared.
+pub fn aliases(name: &str) -> impl Iterator<Item = &'static str> + '_ {
+    ALIASES
+        .iter()
+        .filter(move |(_, registered)| *registered == name)
+        .map(|(alias, _)| *alias)
 }
 
 /// Builds the scheduler `name` with `params`.
@@ -133,6 +156,15 @@ mod tests {
     use super::*;
     use crate::sched::ParamValue;
 
+    /// Every registered scheduler, one added later included: a documented default that is not
+    /// the code's fails here.
+    #[test]
+    fn every_scheduler_s_documented_defaults_are_its_defaults() {
+        for info in registry() {
+            crate::sched::testkit::assert_documented_defaults(info);
+        }
+    }
+
     #[test]
     fn every_entry_builds_and_names_itself() {
         for info in SCHEDULERS {
@@ -140,6 +172,33 @@ mod tests {
             assert_eq!(s.name(), info.name);
             assert!(lookup(info.name).is_some());
         }
+    }
+
+    #[test]
+    fn every_alias_names_a_registered_scheduler_and_no_name_is_taken_twice() {
+        let mut names: Vec<&str> = registry().map(|s| s.name).collect();
+        for (alias, registered) in ALIASES {
+            let info = lookup(alias).unwrap_or_else(|| panic!("{alias} -> {registered}"));
+            assert_eq!(info.name, *registered);
+            assert!(aliases(registered).any(|a| a == *alias));
+            names.push(alias);
+        }
+        let count = names.len();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(
+            names.len(),
+            count,
+            "a name is both registered and an alias, or twice"
+        );
+        // An alias builds the registered scheduler, with its parameters.
+        let s = build(
+            "lowrtt+bm",
+            &SchedParams::new().with("lambda", ParamValue::Num(3.0)),
+        );
+        assert_eq!(s.unwrap().name(), "bm");
+        assert_eq!(aliases("minrtt").collect::<Vec<_>>(), ["lowrtt"]);
+        assert!(lookup("LowRTT").is_none(), "names are case-sensitive");
     }
 
     #[test]

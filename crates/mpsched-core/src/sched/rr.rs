@@ -11,7 +11,7 @@ pub const INFO: SchedInfo = SchedInfo {
     build: |_| Ok(Box::new(RoundRobin::new())),
 };
 
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct RoundRobin {
     last: Option<usize>,
 }

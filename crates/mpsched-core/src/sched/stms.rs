@@ -107,8 +107,8 @@
 //! carried them (as LowRTT's), which the paper does not change. Backup subflows rank after
 //! regular ones.
 
-use super::minrtt::next_reinjection;
 use crate::cc::CaState;
+use crate::sched::next_reinjection;
 use crate::sched::{
     Decision, ParamInfo, Reason, SchedCtx, SchedInfo, SchedParams, Scheduler, SubflowSet,
     SubflowView,
@@ -468,12 +468,6 @@ mod tests {
     use crate::sched::testkit::*;
     use crate::sched::{Scheduler, SubflowSet};
     use crate::time::Dur;
-
-    #[test]
-    fn the_documented_defaults_are_the_defaults() {
-        assert_documented_defaults(&super::INFO_C, Stms::calculated);
-        assert_documented_defaults(&super::INFO_A, Stms::adjusted);
-    }
 
     /// The gap values recorded so far.
     fn gaps(s: &mut Sender) -> Vec<f64> {

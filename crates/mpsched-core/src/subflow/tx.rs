@@ -56,6 +56,11 @@ pub use crate::subflow::scoreboard::{TxSeg, DUP_THRESH};
 pub use crate::subflow::sndbuf::{mptcp_v0_sndbuf_for, sndbuf_for, SNDBUF_PER_SEGMENT};
 pub use crate::subflow::timer::Timer;
 
+/// `tcp_retries2`'s default, 15, as a time (`tcp_model_timeout` with `TCP_RTO_MIN` as the
+/// base): 200 ms doubled to 120 s, then 120 s, over 15 timeouts: (2^10 - 1) x 200 ms +
+/// 6 x 120 s = 924.6 s.
+pub const WRITE_TIMEOUT: Dur = Dur::from_millis(1023 * 200 + 6 * 120_000);
+
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SubflowTxStats {
     pub packets_sent: u64,
@@ -642,6 +647,13 @@ impl SubflowTx {
         let ms = |t: Time| t.0 / 1_000_000;
         self.retrans_stamp
             .is_some_and(|rs| self.rcv_tsecr > Time::ZERO && ms(self.rcv_tsecr) < ms(rs))
+    }
+
+    /// `tcp_write_timeout`: retransmitting for `tcp_retries2`'s worth of backed-off timeouts
+    /// since the episode's first retransmission, the subflow gives up.
+    pub fn write_timed_out(&self, now: Time) -> bool {
+        self.retrans_stamp
+            .is_some_and(|rs| now.saturating_since(rs) >= WRITE_TIMEOUT)
     }
 
     /// `tcp_may_undo`.
