@@ -8,7 +8,10 @@
 //!
 //! The client offers the suites it accepts and says whether it has AES hardware, inside the
 //! first (psk-authenticated) Noise message; the server picks (`pick`) and names its choice
-//! inside the second. Keys come from the Noise split, one per direction, bound to the suite.
+//! inside the second. Keys come from the Noise split, one per direction, bound to the suite,
+//! and change every `2^epoch_bits` packet numbers (`Sealer`, `Opener`): AES-GCM's
+//! confidentiality limit is 2^23 datagrams per key (RFC 9001 6.6), about 12 GB, and each side
+//! derives the next key from the packet number alone, so the update needs nothing on the wire.
 
 use blake2::{Blake2s256, Digest};
 use ring::aead::{self, Aad, LessSafeKey, Nonce, UnboundKey};
@@ -50,6 +53,15 @@ impl Suite {
 
     fn bit(self) -> u8 {
         1 << (self as u8 - 1)
+    }
+
+    /// Packet numbers sealed under one key: `2^epoch_bits`. AES-GCM's confidentiality limit
+    /// (RFC 9001 6.6: 2^23); ChaCha20-Poly1305's (2^62) lies beyond the 48-bit numbers.
+    pub fn epoch_bits(self) -> u32 {
+        match self {
+            Suite::Aes128Gcm => 23,
+            Suite::ChaCha20Poly1305 => 48,
+        }
     }
 }
 
@@ -128,13 +140,14 @@ pub struct Key {
 }
 
 impl Key {
-    /// The key of `suite` from one of the handshake's split secrets; `label` tells the
-    /// directions apart (each side derives the same two).
-    pub fn derive(suite: Suite, secret: &[u8; 32], label: &[u8]) -> Key {
+    /// The key of `suite` for packet-number epoch `epoch` from one of the handshake's split
+    /// secrets; `label` tells the directions apart (each side derives the same two).
+    pub fn derive(suite: Suite, secret: &[u8; 32], label: &[u8], epoch: u64) -> Key {
         let mut h = Blake2s256::new();
         h.update(b"mpsched-udp v2 key");
         h.update([suite as u8]);
         h.update(label);
+        h.update(epoch.to_be_bytes());
         h.update(secret);
         let okm: [u8; 32] = h.finalize().into();
         let alg = suite.algorithm();
@@ -171,6 +184,116 @@ impl Key {
     }
 }
 
+/// One direction's keying: the suite, the split secret, the label, and how many packet
+/// numbers each key covers.
+pub struct Direction {
+    suite: Suite,
+    secret: [u8; 32],
+    label: &'static [u8],
+    epoch_bits: u32,
+}
+
+impl Direction {
+    pub fn new(suite: Suite, secret: [u8; 32], label: &'static [u8]) -> Direction {
+        Direction {
+            suite,
+            secret,
+            label,
+            epoch_bits: suite.epoch_bits(),
+        }
+    }
+
+    /// Keys changing every `2^bits` packet numbers (tests cross epochs quickly).
+    #[cfg(test)]
+    pub fn with_epoch_bits(mut self, bits: u32) -> Direction {
+        self.epoch_bits = bits;
+        self
+    }
+
+    fn epoch(&self, pn: u64) -> u64 {
+        pn >> self.epoch_bits
+    }
+
+    fn key(&self, epoch: u64) -> Key {
+        Key::derive(self.suite, &self.secret, self.label, epoch)
+    }
+}
+
+/// The sending side: the key of the current epoch, the next derived when a packet number
+/// reaches it.
+pub struct Sealer {
+    dir: Direction,
+    epoch: u64,
+    key: Key,
+}
+
+impl Sealer {
+    pub fn new(dir: Direction) -> Sealer {
+        let key = dir.key(0);
+        Sealer { dir, epoch: 0, key }
+    }
+
+    /// `Key::seal` under the key of `pn`'s epoch (packet numbers only grow).
+    pub fn seal(&mut self, pn: u64, buf: &mut Vec<u8>, header_len: usize) {
+        let epoch = self.dir.epoch(pn);
+        if epoch != self.epoch {
+            self.key = self.dir.key(epoch);
+            self.epoch = epoch;
+        }
+        self.key.seal(pn, buf, header_len);
+    }
+}
+
+/// The receiving side: the current epoch's key, the previous one (datagrams reordered across
+/// the change) and the next (derived once, kept only when a datagram authenticates under it,
+/// so forgeries with far packet numbers move nothing).
+pub struct Opener {
+    dir: Direction,
+    epoch: u64,
+    key: Key,
+    prev: Option<Key>,
+    next: Option<Key>,
+}
+
+impl Opener {
+    pub fn new(dir: Direction) -> Opener {
+        let key = dir.key(0);
+        Opener {
+            dir,
+            epoch: 0,
+            key,
+            prev: None,
+            next: None,
+        }
+    }
+
+    /// `Key::open` under the key of `pn`'s epoch: the current one, the one before or the one
+    /// after (which then becomes current); any other epoch fails.
+    pub fn open<'a>(&mut self, pn: u64, header: &[u8], sealed: &'a mut [u8]) -> Option<&'a [u8]> {
+        let epoch = self.dir.epoch(pn);
+        if epoch == self.epoch {
+            return self.key.open(pn, header, sealed);
+        }
+        if epoch + 1 == self.epoch {
+            return self.prev.as_ref()?.open(pn, header, sealed);
+        }
+        if epoch != self.epoch + 1 {
+            return None;
+        }
+        let next = match self.next.take() {
+            Some(k) => k,
+            None => self.dir.key(epoch),
+        };
+        let Some(plain) = next.open(pn, header, sealed) else {
+            self.next = Some(next);
+            return None;
+        };
+        self.prev = Some(std::mem::replace(&mut self.key, next));
+        self.epoch = epoch;
+        Some(plain)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,8 +322,8 @@ mod tests {
             assert_eq!(Suite::from_u8(suite as u8), Some(suite));
             let secret = [9u8; 32];
             let (a, b) = (
-                Key::derive(suite, &secret, b"c2s"),
-                Key::derive(suite, &secret, b"c2s"),
+                Key::derive(suite, &secret, b"c2s", 0),
+                Key::derive(suite, &secret, b"c2s", 0),
             );
             let mut buf = b"head".to_vec();
             buf.extend_from_slice(b"a frame's bytes");
@@ -212,13 +335,50 @@ mod tests {
                 b.open(7, b"Head", &mut s.to_vec()).is_none(),
                 "another header"
             );
-            let other = Key::derive(suite, &secret, b"s2c");
+            let other = Key::derive(suite, &secret, b"s2c", 0);
             assert!(
                 other.open(7, h, &mut s.to_vec()).is_none(),
                 "another direction"
             );
+            let other = Key::derive(suite, &secret, b"c2s", 1);
+            assert!(other.open(7, h, &mut s.to_vec()).is_none(), "another epoch");
             let mut s = s.to_vec();
             assert_eq!(b.open(7, h, &mut s), Some(&b"a frame's bytes"[..]));
         }
+    }
+
+    #[test]
+    fn keys_change_every_epoch_and_reordering_across_the_change_still_opens() {
+        let dir = || Direction::new(Suite::Aes128Gcm, [3u8; 32], b"client").with_epoch_bits(2);
+        let (mut sealer, mut opener) = (Sealer::new(dir()), Opener::new(dir()));
+        let sealed: Vec<Vec<u8>> = (0..20u64)
+            .map(|pn| {
+                let mut buf = pn.to_be_bytes().to_vec();
+                buf.extend_from_slice(b"payload");
+                sealer.seal(pn, &mut buf, 8);
+                buf
+            })
+            .collect();
+        // Epochs of 4 numbers: 3 and 4 swapped, 8 before 7, all open; a forgery two epochs
+        // ahead opens nothing and moves nothing.
+        let mut forged = sealed[19].clone();
+        forged[10] ^= 1;
+        let (h, s) = forged.split_at_mut(8);
+        assert!(opener.open(19, h, s).is_none());
+        for pn in [0u64, 1, 2, 4, 3, 5, 6, 8, 7, 9, 10, 11, 12] {
+            let mut d = sealed[pn as usize].clone();
+            let (h, s) = d.split_at_mut(8);
+            assert_eq!(opener.open(pn, h, s), Some(&b"payload"[..]), "{pn}");
+        }
+        // Two epochs back: gone.
+        let mut d = sealed[2].clone();
+        let (h, s) = d.split_at_mut(8);
+        assert!(opener.open(2, h, s).is_none());
+        // Sealed under epoch 0's key with a number of epoch 1: refused.
+        let mut buf = 5u64.to_be_bytes().to_vec();
+        buf.extend_from_slice(b"x");
+        dir().key(0).seal(5, &mut buf, 8);
+        let (h, s) = buf.split_at_mut(8);
+        assert!(Opener::new(dir()).open(5, h, s).is_none());
     }
 }

@@ -6,7 +6,7 @@
 //! sides give each connection its own keys (forward secrecy). The packet number doubles as the
 //! replay window's index.
 
-use crate::aead::{self, Key, Offer, Suite};
+use crate::aead::{self, Direction, Offer, Opener, Sealer, Suite};
 use crate::replay::ReplayWindow;
 use crate::wire::{
     Frame, Header, Kind, WireError, HANDSHAKE_HEADER_LEN, HEADER_LEN, PN_LIMIT, TAG_LEN,
@@ -83,8 +83,8 @@ fn builder(psk: &Psk) -> Builder<'_> {
 pub struct Session {
     conn_id: u32,
     suite: Suite,
-    sealer: Key,
-    opener: Key,
+    sealer: Sealer,
+    opener: Opener,
     next_pn: u64,
     replay: ReplayWindow,
 }
@@ -107,12 +107,12 @@ impl Session {
             return Err(OpenError::Auth);
         }
         let (c2s, s2c) = hs.dangerously_get_raw_split();
-        let client = Key::derive(suite, &c2s, b"client");
-        let server = Key::derive(suite, &s2c, b"server");
+        let client = Direction::new(suite, c2s, b"client");
+        let server = Direction::new(suite, s2c, b"server");
         let (sealer, opener) = if hs.is_initiator() {
-            (client, server)
+            (Sealer::new(client), Opener::new(server))
         } else {
-            (server, client)
+            (Sealer::new(server), Opener::new(client))
         };
         Ok(Session {
             conn_id,
