@@ -54,6 +54,25 @@ pub struct LinkConfig {
     pub reorder: bool,
 }
 
+impl LinkConfig {
+    /// A drop-tail link of `rate` and one-way `delay` that loses nothing, with no jitter, no
+    /// trace and no AQM: the rest is set with `LinkConfig { knob, ..LinkConfig::new(..) }`, so
+    /// a knob added later touches this and no caller.
+    pub fn new(rate: Rate, delay: Dur, queue: QueueLimit) -> LinkConfig {
+        LinkConfig {
+            rate,
+            delay,
+            queue,
+            loss: LossModel::Bernoulli(0.0),
+            jitter: Dur::ZERO,
+            opportunities: None,
+            codel: None,
+            fq_codel: None,
+            reorder: false,
+        }
+    }
+}
+
 /// A normal deviate beyond this many standard deviations is cut (netem's tables end there).
 const JITTER_SIGMAS: f64 = 4.0;
 
@@ -475,15 +494,8 @@ mod tests {
     fn link(queue: QueueLimit, loss: f64) -> Link {
         Link::new(
             &LinkConfig {
-                jitter: Dur::ZERO,
-                opportunities: None,
-                codel: None,
-                fq_codel: None,
-                reorder: false,
-                rate: Rate::mbps(30),
-                delay: Dur::from_millis(10),
-                queue,
                 loss: LossModel::Bernoulli(loss),
+                ..LinkConfig::new(Rate::mbps(30), Dur::from_millis(10), queue)
             },
             Rng::new(1, 1),
         )
@@ -580,15 +592,12 @@ mod tests {
             }
         }
         let cfg = LinkConfig {
-            jitter: Dur::ZERO,
-            opportunities: None,
-            codel: None,
-            fq_codel: None,
-            reorder: false,
-            rate: Rate::mbps(30),
-            delay: Dur::from_millis(10),
-            queue: QueueLimit::Bytes(4000),
             loss: LossModel::Bernoulli(0.1),
+            ..LinkConfig::new(
+                Rate::mbps(30),
+                Dur::from_millis(10),
+                QueueLimit::Bytes(4000),
+            )
         };
         let mut modelled: Link = Link::new(&cfg, Rng::new(7, 3));
         let mut raw: Link<Raw> = Link::new(&cfg, Rng::new(7, 3));
@@ -612,15 +621,12 @@ mod tests {
 
     fn jitter_config(jitter: Dur) -> LinkConfig {
         LinkConfig {
-            rate: Rate::mbps(30),
-            delay: Dur::from_millis(10),
-            queue: QueueLimit::Packets(1_000_000),
-            loss: LossModel::Bernoulli(0.0),
             jitter,
-            opportunities: None,
-            codel: None,
-            fq_codel: None,
-            reorder: false,
+            ..LinkConfig::new(
+                Rate::mbps(30),
+                Dur::from_millis(10),
+                QueueLimit::Packets(1_000_000),
+            )
         }
     }
 

@@ -75,17 +75,7 @@ fn plan(down: bool, rate: Rate, delay: Dur, queue: QueueLimit) -> LinkPlan {
         path: 0,
         name: "p".into(),
         down,
-        link: LinkConfig {
-            rate,
-            delay,
-            queue,
-            loss: mpsched_core::loss::LossModel::Bernoulli(0.0),
-            jitter: mpsched_core::Dur::ZERO,
-            opportunities: None,
-            codel: None,
-            fq_codel: None,
-            reorder: false,
-        },
+        link: LinkConfig::new(rate, delay, queue),
         stream: if down { 1 } else { 2 },
         changes: Vec::<LinkChange>::new(),
     }

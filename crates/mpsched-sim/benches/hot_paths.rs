@@ -50,15 +50,12 @@ fn link(c: &mut Criterion) {
     c.bench_function("link: enqueue + deliver one packet", |b| {
         let mut l = Link::new(
             &LinkConfig {
-                rate: Rate::mbps(100),
-                delay: Dur::from_millis(10),
-                queue: QueueLimit::Packets(1000),
                 loss: mpsched_core::loss::LossModel::Bernoulli(0.0001),
-                jitter: Dur::ZERO,
-                opportunities: None,
-                codel: None,
-                fq_codel: None,
-                reorder: false,
+                ..LinkConfig::new(
+                    Rate::mbps(100),
+                    Dur::from_millis(10),
+                    QueueLimit::Packets(1000),
+                )
             },
             Rng::new(1, 1),
         );

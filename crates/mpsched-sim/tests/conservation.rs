@@ -93,35 +93,30 @@ fn random_scenario(case: u64) -> Config {
             };
             PathConfig {
                 name: format!("p{i}"),
-                down: LinkSpec {
-                    rate_bps: rate,
-                    delay_ns: rtt / 2,
-                    loss,
-                    queue: random_queue(&mut r),
-                    // A per-packet delay variation on a third of the paths.
-                    jitter_ns: if r.chance(0.3) { rtt / 10 } else { 0 },
-                    // Half the links let that jitter (and a delay cut) reorder.
-                    reorder: r.chance(0.5),
-                    loss_burst,
-                    gilbert_elliott: None,
-                    trace_ms: trace,
-                    // CoDel on a fifth of the data links.
-                    codel: codel.filter(|_| !fq),
-                    fq_codel: codel.filter(|_| fq),
+                down: {
+                    // Drawn in the order the fields are written.
+                    let queue = random_queue(&mut r);
+                    LinkSpec {
+                        // A per-packet delay variation on a third of the paths.
+                        jitter_ns: if r.chance(0.3) { rtt / 10 } else { 0 },
+                        // Half the links let that jitter (and a delay cut) reorder.
+                        reorder: r.chance(0.5),
+                        loss_burst,
+                        trace_ms: trace,
+                        // CoDel on a fifth of the data links.
+                        codel: codel.filter(|_| !fq),
+                        fq_codel: codel.filter(|_| fq),
+                        ..link(rate, rtt / 2, queue, loss)
+                    }
                 },
-                up: LinkSpec {
-                    rate_bps: up_rate,
-                    delay_ns: rtt - rtt / 2,
-                    loss: ack_loss,
-                    queue: random_queue(&mut r),
-                    jitter_ns: 0,
-                    // The ACKs' jitter comes from the schedule's changes.
-                    reorder: r.chance(0.3),
-                    loss_burst: ack_loss_burst,
-                    gilbert_elliott: None,
-                    trace_ms: None,
-                    codel: None,
-                    fq_codel: None,
+                up: {
+                    let queue = random_queue(&mut r);
+                    LinkSpec {
+                        // The ACKs' jitter comes from the schedule's changes.
+                        reorder: r.chance(0.3),
+                        loss_burst: ack_loss_burst,
+                        ..link(up_rate, rtt - rtt / 2, queue, ack_loss)
+                    }
                 },
                 schedule: {
                     let mut changes = vec![];

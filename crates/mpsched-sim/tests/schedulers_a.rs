@@ -4,7 +4,7 @@
 use mpsched_core::rng::Rng;
 use mpsched_core::units::wire::MPTCP_MSS as MSS;
 use mpsched_sim::build::*;
-use mpsched_sim::config::{Change, Config, LinkSpec, PathConfig, QueueSpec, Workload};
+use mpsched_sim::config::{Change, Config, PathConfig, QueueSpec, Workload};
 use mpsched_sim::{RunOutput, Simulation, Summary};
 
 fn run(cfg: Config) -> Summary {
@@ -279,19 +279,7 @@ fn random_scenario(scheduler: &str, case: u64) -> Config {
                 r.next_f64() * 0.03
             };
             let queue = QueueSpec::TimeNs(log_uniform(&mut r, 1e6, 1e9) as u64);
-            let link = |loss| LinkSpec {
-                rate_bps: rate,
-                delay_ns: rtt / 2,
-                loss,
-                queue,
-                jitter_ns: 0,
-                reorder: false,
-                loss_burst: None,
-                gilbert_elliott: None,
-                trace_ms: None,
-                codel: None,
-                fq_codel: None,
-            };
+            let link = |loss| link(rate, rtt / 2, queue, loss);
             PathConfig {
                 name: format!("p{i}"),
                 down: link(loss),

@@ -92,8 +92,9 @@ impl Default for CcState {
 
 /// The loss-recovery state of a subflow (Linux's `tcp_ca_state`, reduced to what the model
 /// distinguishes).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum CaState {
+    #[default]
     Open,
     /// Fast recovery after a loss detected by SACK (RFC 6675).
     Recovery,

@@ -285,7 +285,7 @@ impl Scheduler for LinuxSched {
 #[cfg(test)]
 mod tests {
     use super::{LinuxSched, SEND_BURST_BYTES};
-    use crate::cc::{CaState, INFINITE_SSTHRESH};
+    use crate::cc::INFINITE_SSTHRESH;
     use crate::sched::testkit::*;
     use crate::sched::SubflowView;
     use crate::time::Dur;
@@ -344,19 +344,15 @@ mod tests {
         SubflowView {
             id,
             established: true,
-            backup: false,
             cwnd: 10,
             ssthresh: INFINITE_SSTHRESH,
             in_flight: packets_out,
             cwnd_space: 10 - packets_out,
             srtt: Dur::from_millis(srtt_ms),
-            rttvar: Dur::ZERO,
             min_rtt: Dur::from_millis(srtt_ms),
-            delivery_rate: Default::default(),
             packets_out,
             sndbuf: 1 << 20,
-            ca_state: CaState::Open,
-            last_penalized: None,
+            ..Default::default()
         }
     }
 

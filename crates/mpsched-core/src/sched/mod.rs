@@ -54,8 +54,10 @@ pub struct Decision {
     pub reason: Reason,
 }
 
-/// A read-only view of one subflow, what a scheduler may base its choice on.
-#[derive(Clone, Copy, Debug)]
+/// A read-only view of one subflow, what a scheduler may base its choice on. `Default` is a
+/// subflow not yet established, for tests to fill in what they need
+/// (`SubflowView { cwnd: 10, ..Default::default() }`).
+#[derive(Clone, Copy, Debug, Default)]
 pub struct SubflowView {
     pub id: usize,
     pub established: bool,
