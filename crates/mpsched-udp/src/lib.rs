@@ -2,17 +2,22 @@
 //!
 //! - `wire`: the datagram format (docs/wire.md), parsed with every bound checked.
 //! - `session`: the Noise handshake with a pre-shared key and the sealed datagrams after it.
+//! - `secret`: the pre-shared secret (random, base64 or hex, wiped after use).
 //! - `replay`, `amplify`: replayed datagrams refused; at most 3x toward an unproven peer.
+//! - `admit`: replayed Initials refused, cookies under load.
 //! - `server`, `client`: the two ends, sans-IO, each running the core (`Sender`, `Receiver`).
 //! - `convert`: the core's packets as frames; `source`: the bytes the server sends.
 
+pub mod admit;
 pub mod amplify;
 pub mod app;
 mod batch;
 pub mod client;
 pub mod convert;
 pub mod driver;
+pub mod random;
 pub mod replay;
+pub mod secret;
 pub mod server;
 pub mod session;
 pub mod source;

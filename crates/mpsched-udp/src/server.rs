@@ -1,13 +1,21 @@
 //! The server, sans-IO: datagrams and the time in, datagrams (with the address each goes to)
 //! and the next timer out. Each connection runs the core's `Sender` with the scheduler and
 //! congestion control asked for; a subflow opens when the client's Join on a path has been
-//! answered and confirmed from the same address (which proves the address, and measures the
-//! handshake's RTT as a SYN/SYN-ACK/ACK would).
+//! answered with a random challenge and the client's Proof came back from the same address
+//! (which proves the address, and measures the handshake's RTT as a SYN/SYN-ACK/ACK would).
+//!
+//! Addresses move (NAT rebinding): a path follows a new address only once a challenge sent
+//! there has come back, and only a datagram with the highest packet number yet starts that;
+//! meanwhile data keeps going to the proven address (RFC 9000 9.3).
 
+use crate::admit::{unix_now_ns, CookieJar, Refusal, ReplayCache};
 use crate::amplify::Budget;
-use crate::convert::{ack_packet, data_frame, us, AckContext};
-use crate::session::{respond, OpenError, Psk, Session};
-use crate::source::Source;
+use crate::convert::{ack_packet, data_frame, AckContext};
+use crate::session::{
+    cookie_reply, initial_mac1_ok, initial_mac2_ok, reset_datagram, respond, OpenError, Psk,
+    Session, INITIAL_LEN, MAC_LEN, RESET_LEN,
+};
+use crate::source::{Offset, Source};
 use crate::timing::{DecisionCost, Timed};
 use crate::wire::{Frame, Header, Kind, SubflowStats, MAX_DATAGRAM, MAX_STATS};
 use mpsched_core::cc::CcKind;
@@ -27,8 +35,18 @@ use std::sync::Arc;
 pub const MAX_PATHS: usize = 8;
 /// Connections served at once; Initials beyond are dropped.
 pub const MAX_CONNS: usize = 64;
-/// A connection that has heard nothing for this long is forgotten.
+/// A connection that has heard nothing for this long is forgotten (unless the client asked
+/// for less).
 pub const IDLE_TIMEOUT: Dur = Dur::from_secs(30);
+/// A connection whose client has not sent one authenticated datagram after its Response
+/// (half-open) is forgotten after this long: the client gives up on the handshake sooner.
+pub const HANDSHAKE_TIMEOUT: Dur = Dur::from_secs(10);
+/// Half-open connections from one IP address at once.
+pub const HALF_OPEN_PER_SOURCE: usize = 4;
+/// A challenge toward a new address is sent again after this, at most `CHALLENGE_TRIES`
+/// times in all.
+pub const CHALLENGE_RETRY: Dur = Dur::from_secs(1);
+pub const CHALLENGE_TRIES: u32 = 3;
 
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
@@ -37,6 +55,13 @@ pub struct ServerConfig {
     pub congestion: String,
     pub sndbuf: u64,
     pub stack: Stack,
+    /// The longest silence a connection survives (the client may ask for less).
+    pub idle_timeout: Dur,
+    /// Connections at once.
+    pub max_conns: usize,
+    /// From this share of `max_conns` half-open on, an Initial is answered with a cookie
+    /// unless it carries a valid one (the server is under load).
+    pub cookie_share: f64,
 }
 
 impl Default for ServerConfig {
@@ -47,6 +72,9 @@ impl Default for ServerConfig {
             congestion: "cubic".into(),
             sndbuf: 6 << 20,
             stack: Stack::Upstream,
+            idle_timeout: IDLE_TIMEOUT,
+            max_conns: MAX_CONNS,
+            cookie_share: 0.25,
         }
     }
 }
@@ -61,9 +89,23 @@ pub struct Drops {
     /// Not sent: the address had not proved itself and the budget was spent.
     pub amplification: u64,
     pub over_capacity: u64,
+    /// Initials whose clock was too far from the server's (`admit::FRESHNESS`).
+    pub stale: u64,
+    /// Proofs that answered no challenge of theirs (a guess, or from another address).
+    pub failed_proof: u64,
 }
 
 impl Drops {
+    pub fn total(&self) -> u64 {
+        self.malformed
+            + self.unauthenticated
+            + self.replayed
+            + self.unknown_connection
+            + self.over_capacity
+            + self.stale
+            + self.failed_proof
+    }
+
     fn count(&mut self, e: OpenError) {
         match e {
             OpenError::Wire(_) => self.malformed += 1,
@@ -73,23 +115,63 @@ impl Drops {
     }
 }
 
-struct Path {
+/// What the server sent without a connection: cookie replies (under load) and stateless
+/// resets (to connection ids it does not know).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Answers {
+    pub cookies: u64,
+    pub resets: u64,
+    /// Paths that moved to a new address, once it proved itself.
+    pub migrations: u64,
+}
+
+/// A challenge out, and what may be sent to its address meanwhile.
+struct Validation {
     addr: SocketAddr,
+    data: u64,
+    sent: Time,
+    tries: u32,
     budget: Budget,
-    /// The JoinAck's timestamp and when it left, until the confirming ACK.
-    challenge: Option<(u32, Time)>,
+}
+
+struct Path {
+    /// Where data goes.
+    addr: SocketAddr,
+    /// What `addr` may get before it proved itself.
+    budget: Budget,
+    /// A challenge out: to `addr` (the Join's) or to a new address (a move).
+    pending: Option<Validation>,
     established: bool,
 }
 
 struct Conn {
     session: Session,
     sender: Sender,
+    source: Arc<dyn Source + Sync>,
     response: Vec<u8>,
+    /// The Initial's mac1: a copy of it is the lost-Response case.
+    mac1: [u8; MAC_LEN],
+    /// Where the Initial came from (half-open per source).
+    origin: SocketAddr,
+    /// An authenticated datagram came under the connection's keys: no longer half-open.
+    open: bool,
+    created: Time,
+    idle: Dur,
     paths: Vec<Option<Path>>,
     started: bool,
     closed: bool,
     last_heard: Time,
     peer_ts: Time,
+}
+
+impl Conn {
+    fn deadline(&self) -> Time {
+        if self.open {
+            self.last_heard + self.idle
+        } else {
+            self.created + HANDSHAKE_TIMEOUT
+        }
+    }
 }
 
 /// Builds each connection's scheduler (one written in Python, say) instead of the registry.
@@ -102,11 +184,19 @@ pub struct Server {
     /// What the schedulers' decisions cost in real time, over every connection.
     pub cost: DecisionCost,
     source: Arc<dyn Source + Sync>,
+    /// By the handshake's connection id.
     conns: HashMap<u32, Conn>,
+    /// Each path's connection id -> the handshake's.
+    ids: HashMap<u32, u32>,
+    replay: ReplayCache,
+    cookies: CookieJar,
+    /// Unix time (ns) at `Time::ZERO`: the clock Initials are checked against.
+    unix_at_zero: u64,
     out: VecDeque<(SocketAddr, Vec<u8>)>,
     plain: Vec<u8>,
     payload: Vec<u8>,
     pub drops: Drops,
+    pub answers: Answers,
 }
 
 impl Server {
@@ -131,10 +221,15 @@ impl Server {
             cost: DecisionCost::default(),
             source,
             conns: HashMap::new(),
+            ids: HashMap::new(),
+            replay: ReplayCache::default(),
+            cookies: CookieJar::new(Time::ZERO),
+            unix_at_zero: unix_now_ns(),
             out: VecDeque::new(),
             plain: Vec::with_capacity(MAX_DATAGRAM),
             payload: vec![0; MAX_DATAGRAM],
             drops: Drops::default(),
+            answers: Answers::default(),
         })
     }
 
@@ -144,7 +239,13 @@ impl Server {
         self
     }
 
-    fn new_sender(&mut self, now: Time) -> Sender {
+    /// The Unix time (ns) that `Time::ZERO` stands for (the driver's clock start; by default
+    /// the server's creation).
+    pub fn set_unix_at_zero(&mut self, unix_ns: u64) {
+        self.unix_at_zero = unix_ns;
+    }
+
+    fn new_sender(&mut self, now: Time, total: Option<u64>) -> Sender {
         let sched = match self.factory.as_mut() {
             Some(make) => make(),
             None => sched::build(&self.cfg.scheduler, &self.cfg.scheduler_params).expect("checked"),
@@ -164,7 +265,7 @@ impl Server {
                 sndbuf_autotune: true,
                 stack: self.cfg.stack,
                 initial_rwnd: Bytes(128 << 10),
-                total: self.source.len().map(Bytes),
+                total: total.map(Bytes),
                 app_limited: false,
                 write_chunk: Some(mpsched_core::conn::DEFAULT_WRITE_CHUNK),
                 subflows,
@@ -185,6 +286,28 @@ impl Server {
         self.conns.len()
     }
 
+    /// Connections that have not yet sent an authenticated datagram after their Response.
+    pub fn half_open(&self) -> usize {
+        self.conns.values().filter(|c| !c.open).count()
+    }
+
+    /// Initials remembered against replay.
+    pub fn replay_cache_len(&self) -> usize {
+        self.replay.len()
+    }
+
+    /// Each path's address and whether it is proven, of the connection whose handshake id
+    /// is `id`.
+    pub fn paths(&self, id: u32) -> Vec<(usize, SocketAddr, bool)> {
+        self.conns.get(&id).map_or_else(Vec::new, |c| {
+            c.paths
+                .iter()
+                .enumerate()
+                .filter_map(|(i, p)| p.as_ref().map(|p| (i, p.addr, p.budget.proven())))
+                .collect()
+        })
+    }
+
     /// A datagram from `from`.
     pub fn handle(&mut self, now: Time, from: SocketAddr, datagram: &[u8]) {
         let header = match Header::decode(datagram) {
@@ -194,164 +317,395 @@ impl Server {
                 return;
             }
         };
-        if header.kind == Kind::Initial {
-            self.handle_initial(now, from, header.conn_id, datagram);
-            return;
+        match header.kind {
+            Kind::Initial => return self.handle_initial(now, from, header.conn_id, datagram),
+            // The server's own kinds never come to it.
+            Kind::Response | Kind::Cookie | Kind::Reset => {
+                self.drops.malformed += 1;
+                return;
+            }
+            _ => {}
         }
-        let Some(conn) = self.conns.get_mut(&header.conn_id) else {
+        let Some(conn) = self
+            .ids
+            .get(&header.conn_id)
+            .and_then(|hs| self.conns.get_mut(hs))
+        else {
             self.drops.unknown_connection += 1;
+            // A stateless reset (smaller than what came: no amplification, no loop), so
+            // that a client of a server that restarted stops at once.
+            if datagram.len() > RESET_LEN {
+                self.out
+                    .push_back((from, reset_datagram(&self.psk, header.conn_id)));
+                self.answers.resets += 1;
+            }
             return;
         };
         let sealed = &datagram[header.len()..];
-        let frame = match conn.session.open(&header, sealed, &mut self.plain) {
-            Ok(f) => f,
+        let opened = match conn.session.open(&header, sealed, &mut self.plain) {
+            Ok(o) => o,
             Err(e) => {
                 self.drops.count(e);
                 return;
             }
         };
+        let (i, highest, frame) = (opened.path, opened.highest, opened.frame);
         conn.last_heard = now;
-        let wire_len = datagram.len() as u32;
+        conn.open = true;
+        let len = datagram.len();
+        if frame.subflow().is_some_and(|s| usize::from(s) != i) {
+            // A frame must name the path its connection id does.
+            self.drops.malformed += 1;
+            return;
+        }
+        if let Frame::Join { ts_val, .. } = frame {
+            Self::on_join(
+                conn,
+                &mut self.out,
+                &mut self.drops,
+                i,
+                from,
+                len,
+                highest,
+                ts_val,
+                now,
+            );
+            let hs = self.ids[&header.conn_id];
+            self.flush(now, hs);
+            return;
+        }
+        let Some(path) = conn.paths[i].as_mut() else {
+            // Nothing but a Join opens a path.
+            self.drops.malformed += 1;
+            return;
+        };
+        if from == path.addr {
+            path.budget.on_received(len);
+        } else {
+            Self::on_moved(
+                &mut conn.session,
+                path,
+                &mut self.out,
+                &mut self.drops,
+                i,
+                from,
+                len,
+                highest,
+                now,
+            );
+        }
         match frame {
-            Frame::Join {
-                subflow, ts_val, ..
-            } if usize::from(subflow) < MAX_PATHS => {
-                let i = usize::from(subflow);
-                let mut budget = Budget::default();
-                budget.on_received(datagram.len());
-                let known = conn.paths[i].as_ref().is_some_and(|p| p.addr == from);
-                if !known {
-                    conn.paths[i] = Some(Path {
-                        addr: from,
-                        budget,
-                        challenge: None,
-                        established: false,
-                    });
+            Frame::Proof { data, .. } => {
+                let ok = path
+                    .pending
+                    .as_ref()
+                    .is_some_and(|v| v.addr == from && v.data == data);
+                if !ok {
+                    self.drops.failed_proof += 1;
+                    return;
                 }
-                let path = conn.paths[i].as_mut().expect("set");
-                let ts = us(now);
-                path.challenge.get_or_insert((ts, now));
-                let (ts, _) = path.challenge.expect("set");
-                let answer = Frame::JoinAck {
-                    subflow,
-                    gen: 0,
-                    ts_val: ts,
-                    ts_ecr: ts_val,
-                    size: self.source.len().unwrap_or(u64::MAX),
+                let v = path.pending.take().expect("checked");
+                if path.addr != from {
+                    self.answers.migrations += 1;
+                }
+                path.addr = from;
+                path.budget = v.budget;
+                path.budget.prove();
+                if !path.established {
+                    path.established = true;
+                    conn.sender.establish(now, i, now - v.sent);
+                    if !conn.started {
+                        conn.started = true;
+                        conn.sender.start(now);
+                    }
+                }
+            }
+            Frame::Challenge { data, .. } => {
+                // The client's keepalive (or its own check): answered where it came from.
+                let mut d = Vec::with_capacity(48);
+                conn.session.seal(
+                    i,
+                    &Frame::Proof {
+                        subflow: i as u8,
+                        data,
+                    },
+                    &mut d,
+                );
+                let budget = if from == path.addr {
+                    Some(&mut path.budget)
+                } else {
+                    path.pending
+                        .as_mut()
+                        .filter(|v| v.addr == from)
+                        .map(|v| &mut v.budget)
                 };
-                let mut d = Vec::with_capacity(64);
-                conn.session.seal(&answer, &mut d);
-                if path.budget.try_send(d.len()) {
+                if budget.is_some_and(|b| b.try_send(d.len())) {
                     self.out.push_back((from, d));
                 } else {
                     self.drops.amplification += 1;
                 }
             }
-            Frame::Ack {
-                subflow, ts_ecr, ..
-            } => {
-                let i = usize::from(subflow);
-                let Some(Some(path)) = conn.paths.get_mut(i) else {
-                    self.drops.malformed += 1;
-                    return;
+            Frame::Ack { .. } if path.established => {
+                let cx = AckContext {
+                    snd_una: conn.sender.subflows()[i].snd_una(),
+                    data_una: conn.sender.data().una(),
+                    now,
+                    peer_ts: conn.peer_ts,
                 };
-                path.budget.on_received(datagram.len());
-                if path.addr != from {
-                    // The client's address changed (a NAT rebinding): data follows it, within
-                    // the budget, until an ACK from there echoes what was sent there.
-                    path.addr = from;
-                    path.budget = Budget::default();
-                    path.budget.on_received(datagram.len());
-                    path.challenge = Some((us(now), now));
-                }
-                if let Some((ts, sent)) = path.challenge {
-                    if ts_ecr == ts {
-                        path.challenge = None;
-                        path.budget.prove();
-                        if !path.established {
-                            path.established = true;
-                            conn.sender.establish(now, i, now - sent);
-                            if !conn.started {
-                                conn.started = true;
-                                conn.sender.start(now);
-                            }
-                        }
+                if let Some(pkt) = ack_packet(&frame, &cx, len as u32) {
+                    if let Payload::Ack(a) = pkt.payload {
+                        conn.peer_ts = conn.peer_ts.max(a.ts_val);
                     }
-                }
-                if path.established {
-                    let cx = AckContext {
-                        snd_una: conn.sender.subflows()[i].snd_una(),
-                        data_una: conn.sender.data().una(),
-                        now,
-                        peer_ts: conn.peer_ts,
-                    };
-                    if let Some(pkt) = ack_packet(&frame, &cx, wire_len) {
-                        if let Payload::Ack(a) = pkt.payload {
-                            conn.peer_ts = conn.peer_ts.max(a.ts_val);
-                        }
-                        conn.sender.handle_ack(now, &pkt);
-                    }
+                    conn.sender.handle_ack(now, &pkt);
                 }
             }
+            // Before the Proof: nothing to acknowledge yet.
+            Frame::Ack { .. } => {}
             Frame::Close { .. } => {
                 conn.closed = true;
                 // The client is done: the counters, to an address that proved itself.
-                if let Some(path) = conn.paths.iter().flatten().find(|p| p.addr == from) {
-                    if path.budget.proven() {
-                        let mut d = Vec::with_capacity(512);
-                        conn.session.seal(&stats_frame(&conn.sender), &mut d);
-                        self.out.push_back((from, d));
-                    }
+                if path.addr == from && path.budget.proven() {
+                    let mut d = Vec::with_capacity(512);
+                    conn.session.seal(i, &stats_frame(&conn.sender), &mut d);
+                    self.out.push_back((from, d));
                 }
             }
             _ => self.drops.malformed += 1,
         }
-        self.flush(now, header.conn_id);
+        let hs = self.ids[&header.conn_id];
+        self.flush(now, hs);
     }
 
-    fn handle_initial(&mut self, now: Time, from: SocketAddr, conn_id: u32, datagram: &[u8]) {
-        if let Some(conn) = self.conns.get_mut(&conn_id) {
-            if conn.paths[0].is_none() && datagram.len() >= conn.response.len() {
-                // The Response was lost before the first Join: the same answer again (no
-                // larger than the Initial).
+    /// A Join on path `i`: the path opens (a challenge to its address), or its JoinAck went
+    /// missing (the same challenge again). It never replaces a path that carries data.
+    #[allow(clippy::too_many_arguments)]
+    fn on_join(
+        conn: &mut Conn,
+        out: &mut VecDeque<(SocketAddr, Vec<u8>)>,
+        drops: &mut Drops,
+        i: usize,
+        from: SocketAddr,
+        len: usize,
+        highest: bool,
+        ts_val: u32,
+        now: Time,
+    ) {
+        let fresh = || {
+            let mut budget = Budget::default();
+            budget.on_received(len);
+            Path {
+                addr: from,
+                budget,
+                pending: Some(Validation {
+                    addr: from,
+                    data: crate::random::u64(),
+                    sent: now,
+                    tries: 1,
+                    budget: Budget::default(),
+                }),
+                established: false,
+            }
+        };
+        match conn.paths[i].as_mut() {
+            None => conn.paths[i] = Some(fresh()),
+            Some(p) if !p.established && p.addr != from => {
+                // Not yet carrying anything: the newest Join decides where it goes.
+                if !highest {
+                    drops.replayed += 1;
+                    return;
+                }
+                conn.paths[i] = Some(fresh());
+            }
+            Some(p) if p.addr == from => {
+                p.budget.on_received(len);
+                if let Some(v) = p.pending.as_mut().filter(|v| v.addr == from) {
+                    v.sent = now;
+                }
+            }
+            Some(p) => {
+                // An established path: a Join from elsewhere is at most a move to check.
+                Self::on_moved(&mut conn.session, p, out, drops, i, from, len, highest, now);
+                return;
+            }
+        }
+        let p = conn.paths[i].as_mut().expect("set");
+        let challenge = p
+            .pending
+            .as_ref()
+            .filter(|v| v.addr == p.addr)
+            .map_or_else(crate::random::u64, |v| v.data);
+        let answer = Frame::JoinAck {
+            subflow: i as u8,
+            gen: 0,
+            ts_ecr: ts_val,
+            size: conn.source.len().unwrap_or(u64::MAX),
+            challenge,
+        };
+        let mut d = Vec::with_capacity(64);
+        conn.session.seal(i, &answer, &mut d);
+        if p.budget.try_send(d.len()) {
+            out.push_back((p.addr, d));
+        } else {
+            drops.amplification += 1;
+        }
+    }
+
+    /// An authenticated datagram on path `i` from an address other than the path's: if it is
+    /// the newest yet, the new address gets a challenge (within three times what came from
+    /// it); data stays on the proven address until the answer.
+    #[allow(clippy::too_many_arguments)]
+    fn on_moved(
+        session: &mut Session,
+        path: &mut Path,
+        out: &mut VecDeque<(SocketAddr, Vec<u8>)>,
+        drops: &mut Drops,
+        i: usize,
+        from: SocketAddr,
+        len: usize,
+        highest: bool,
+        now: Time,
+    ) {
+        if let Some(v) = path.pending.as_mut().filter(|v| v.addr == from) {
+            v.budget.on_received(len);
+            return;
+        }
+        if !highest || !path.established {
+            return;
+        }
+        let mut v = Validation {
+            addr: from,
+            data: crate::random::u64(),
+            sent: now,
+            tries: 1,
+            budget: Budget::default(),
+        };
+        v.budget.on_received(len);
+        Self::challenge(session, &mut v, out, drops, i);
+        path.pending = Some(v);
+    }
+
+    fn challenge(
+        session: &mut Session,
+        v: &mut Validation,
+        out: &mut VecDeque<(SocketAddr, Vec<u8>)>,
+        drops: &mut Drops,
+        i: usize,
+    ) {
+        let mut d = Vec::with_capacity(48);
+        let frame = Frame::Challenge {
+            subflow: i as u8,
+            data: v.data,
+            pad: 0,
+        };
+        session.seal(i, &frame, &mut d);
+        if v.budget.try_send(d.len()) {
+            out.push_back((v.addr, d));
+        } else {
+            drops.amplification += 1;
+        }
+    }
+
+    fn handle_initial(&mut self, now: Time, from: SocketAddr, hs_id: u32, datagram: &[u8]) {
+        // Cheap checks first: the size and the MAC under the secret (no Diffie-Hellman for
+        // a datagram without the key).
+        if datagram.len() != INITIAL_LEN {
+            self.drops.malformed += 1;
+            return;
+        }
+        if !initial_mac1_ok(&self.psk, datagram) {
+            self.drops.unauthenticated += 1;
+            return;
+        }
+        let mut mac1 = [0u8; MAC_LEN];
+        mac1.copy_from_slice(&datagram[INITIAL_LEN - 2 * MAC_LEN..INITIAL_LEN - MAC_LEN]);
+        if let Some(conn) = self.conns.get(&hs_id) {
+            if !conn.open && conn.mac1 == mac1 {
+                // The Response was lost: the same answer again (smaller than the Initial).
                 self.out.push_back((from, conn.response.clone()));
             } else {
-                // Too late to be the client's: a replay.
                 self.drops.replayed += 1;
             }
             return;
         }
-        if self.conns.len() >= MAX_CONNS {
+        if self.replay.seen(&mac1) {
+            self.drops.replayed += 1;
+            return;
+        }
+        let half_open = self.half_open();
+        let under_load = half_open as f64 >= self.cfg.cookie_share * self.cfg.max_conns as f64;
+        if under_load
+            && !self
+                .cookies
+                .valid(from, now)
+                .any(|c| initial_mac2_ok(&c, datagram))
+        {
+            // Nothing allocated until the client shows it receives at `from`.
+            let cookie = self.cookies.cookie(from, now);
+            self.out
+                .push_back((from, cookie_reply(&self.psk, datagram, &cookie)));
+            self.answers.cookies += 1;
+            return;
+        }
+        let from_here = self
+            .conns
+            .values()
+            .filter(|c| !c.open && c.origin.ip() == from.ip())
+            .count();
+        if self.conns.len() >= self.cfg.max_conns || from_here >= HALF_OPEN_PER_SOURCE {
             self.drops.over_capacity += 1;
             return;
         }
-        match respond(&self.psk, datagram) {
-            Ok((session, response)) => {
-                // The Response is no larger than the Initial: no amplification.
-                debug_assert!(response.len() <= datagram.len());
-                self.out.push_back((from, response.clone()));
-                let sender = self.new_sender(now);
-                self.conns.insert(
-                    conn_id,
-                    Conn {
-                        session,
-                        sender,
-                        response,
-                        paths: (0..MAX_PATHS).map(|_| None).collect(),
-                        started: false,
-                        closed: false,
-                        last_heard: now,
-                        peer_ts: Time::ZERO,
-                    },
-                );
-            }
-            Err(e) => self.drops.count(e),
+        let idle_ms = (self.cfg.idle_timeout.0 / 1_000_000).min(u64::from(u32::MAX)) as u32;
+        let accepted = match respond(&self.psk, datagram, idle_ms) {
+            Ok(a) => a,
+            Err(e) => return self.drops.count(e),
+        };
+        let unix_now = self.unix_at_zero.saturating_add(now.0);
+        match self.replay.admit(&mac1, accepted.hello.unix_ns, unix_now) {
+            Ok(()) => {}
+            Err(Refusal::Stale) => return self.drops.stale += 1,
+            Err(Refusal::Replayed) => return self.drops.replayed += 1,
+            Err(Refusal::Full) => return self.drops.over_capacity += 1,
         }
+        let ids = *accepted.session.path_ids();
+        if ids.iter().any(|id| self.ids.contains_key(id)) {
+            // Another connection's path id (one chance in ~10^7): the client tries again.
+            self.drops.over_capacity += 1;
+            return;
+        }
+        let source: Arc<dyn Source + Sync> = Arc::new(Offset {
+            inner: self.source.clone(),
+            start: accepted.hello.offset,
+        });
+        let sender = self.new_sender(now, source.len());
+        self.out.push_back((from, accepted.response.clone()));
+        for id in ids {
+            self.ids.insert(id, hs_id);
+        }
+        self.conns.insert(
+            hs_id,
+            Conn {
+                session: accepted.session,
+                sender,
+                source,
+                response: accepted.response,
+                mac1,
+                origin: from,
+                open: false,
+                created: now,
+                idle: Dur::from_millis(u64::from(accepted.hello.idle_ms.max(1_000))),
+                paths: (0..MAX_PATHS).map(|_| None).collect(),
+                started: false,
+                closed: false,
+                last_heard: now,
+                peer_ts: Time::ZERO,
+            },
+        );
     }
 
-    /// Seals what connection `id`'s sender has to send.
-    fn flush(&mut self, now: Time, id: u32) {
-        let Some(conn) = self.conns.get_mut(&id) else {
+    /// Seals what connection `hs`'s sender has to send.
+    fn flush(&mut self, now: Time, hs: u32) {
+        let Some(conn) = self.conns.get_mut(&hs) else {
             return;
         };
         let mss = u64::from(conn.sender.data().mss());
@@ -359,17 +713,18 @@ impl Server {
             let Payload::Data(seg) = pkt.payload else {
                 continue;
             };
-            let Some(Some(path)) = conn.paths.get_mut(usize::from(pkt.subflow)) else {
+            let i = usize::from(pkt.subflow);
+            let Some(Some(path)) = conn.paths.get_mut(i) else {
                 continue;
             };
             let len = seg.len as usize;
             let buf = &mut self.payload[..len];
-            if self.source.read_at(seg.dseq * mss, buf).is_err() {
+            if conn.source.read_at(seg.dseq * mss, buf).is_err() {
                 continue;
             }
             let frame = data_frame(&pkt, &seg, buf);
             let mut d = Vec::with_capacity(MAX_DATAGRAM);
-            conn.session.seal(&frame, &mut d);
+            conn.session.seal(i, &frame, &mut d);
             if path.budget.try_send(d.len()) {
                 self.out.push_back((path.addr, d));
             } else {
@@ -378,12 +733,15 @@ impl Server {
         }
         if conn.sender.data().finished() && !conn.closed {
             conn.closed = true;
-            for path in conn.paths.iter_mut().flatten().filter(|p| p.established) {
+            for (i, path) in conn.paths.iter_mut().enumerate() {
+                let Some(path) = path.as_mut().filter(|p| p.established) else {
+                    continue;
+                };
                 let mut d = vec![];
-                conn.session.seal(&stats_frame(&conn.sender), &mut d);
+                conn.session.seal(i, &stats_frame(&conn.sender), &mut d);
                 self.out.push_back((path.addr, d));
                 let mut d = vec![];
-                conn.session.seal(&Frame::Close { code: 0 }, &mut d);
+                conn.session.seal(i, &Frame::Close { code: 0 }, &mut d);
                 self.out.push_back((path.addr, d));
             }
         }
@@ -398,30 +756,66 @@ impl Server {
         self.conns
             .values()
             .map(|c| {
-                let idle = c.last_heard + IDLE_TIMEOUT;
-                c.sender.poll_timeout().map_or(idle, |t| t.min(idle))
+                let retry = c
+                    .paths
+                    .iter()
+                    .flatten()
+                    .filter(|p| p.established)
+                    .filter_map(|p| p.pending.as_ref())
+                    .map(|v| v.sent + CHALLENGE_RETRY)
+                    .min();
+                [c.sender.poll_timeout(), retry]
+                    .into_iter()
+                    .flatten()
+                    .fold(c.deadline(), Time::min)
             })
             .min()
     }
 
     pub fn handle_timeout(&mut self, now: Time) {
+        let ids = &mut self.ids;
         self.conns.retain(|_, c| {
-            now < c.last_heard + IDLE_TIMEOUT
+            let keep = now < c.deadline()
                 && !(c.closed
                     && c.sender.data().finished()
-                    && now > c.last_heard + Dur::from_secs(2))
+                    && now > c.last_heard + Dur::from_secs(2));
+            if !keep {
+                for id in c.session.path_ids() {
+                    ids.remove(id);
+                }
+            }
+            keep
         });
-        let ids: Vec<u32> = self.conns.keys().copied().collect();
-        for id in ids {
-            let conn = self.conns.get_mut(&id).expect("listed");
+        let hs_ids: Vec<u32> = self.conns.keys().copied().collect();
+        for hs in hs_ids {
+            let conn = self.conns.get_mut(&hs).expect("listed");
+            for (i, path) in conn.paths.iter_mut().enumerate() {
+                let Some(path) = path.as_mut().filter(|p| p.established) else {
+                    continue;
+                };
+                let Some(v) = path.pending.as_mut() else {
+                    continue;
+                };
+                if now < v.sent + CHALLENGE_RETRY {
+                    continue;
+                }
+                if v.tries >= CHALLENGE_TRIES {
+                    // No answer from there: the path stays where it was.
+                    path.pending = None;
+                    continue;
+                }
+                v.tries += 1;
+                v.sent = now;
+                Self::challenge(&mut conn.session, v, &mut self.out, &mut self.drops, i);
+            }
             if conn.sender.poll_timeout().is_some_and(|t| t <= now) {
                 conn.sender.handle_timeout(now);
             }
-            self.flush(now, id);
+            self.flush(now, hs);
         }
     }
 
-    /// Bytes each subflow of connection `id` has sent (payload, retransmissions included).
+    /// The sender of the connection whose handshake id is `id`.
     pub fn sender(&self, id: u32) -> Option<&Sender> {
         self.conns.get(&id).map(|c| &c.sender)
     }

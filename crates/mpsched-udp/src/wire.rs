@@ -3,16 +3,16 @@
 //! allocates from what a datagram says.
 //!
 //! ```text
-//! handshake:  kind|version (1)  conn_id (4)  Noise message
+//! handshake:  kind|version (1)  conn_id (4)  body (Initial, Response, Cookie, Reset)
 //! protected:  kind|version (1)  conn_id (4)  packet number (6)  AEAD(frame) (frame + 16)
 //! frame:      kind (1) then the kind's fields, big-endian
 //! ```
 //! The clear header is bound to the frame: the packet number is the AEAD nonce, the kind is
-//! repeated inside the frame, and the connection id selects the key.
+//! repeated inside the frame, and the connection id (one per path) selects the key.
 
 use std::fmt;
 
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 /// UDP payload on a 1,500-byte path (IPv4: 20 + 8 bytes of headers).
 pub const MAX_DATAGRAM: usize = 1472;
 /// Kind, connection id, packet number.
@@ -62,6 +62,17 @@ pub enum Kind {
     Close = 7,
     /// The server's counters per subflow (the answer to a Close).
     Stats = 8,
+    /// A random 64-bit value the peer must send back from the address it went to (path
+    /// validation, RFC 9000 8.2), padded to probe a datagram size.
+    Challenge = 9,
+    /// The answer to a Challenge.
+    Proof = 10,
+    /// Server to client, instead of a Response under load: a cookie sealed to the Initial,
+    /// which the client's next Initial must carry (WireGuard's cookie reply).
+    Cookie = 11,
+    /// Server to client: a connection id the server does not know, with the token only the
+    /// holders of the secret can derive for it (a stateless reset, RFC 9000 10.3).
+    Reset = 12,
 }
 
 impl Kind {
@@ -75,12 +86,20 @@ impl Kind {
             6 => Kind::JoinAck,
             7 => Kind::Close,
             8 => Kind::Stats,
+            9 => Kind::Challenge,
+            10 => Kind::Proof,
+            11 => Kind::Cookie,
+            12 => Kind::Reset,
             _ => return Err(WireError::Kind(v)),
         })
     }
 
+    /// Datagrams outside the transport keys: no packet number, no frame.
     pub fn is_handshake(self) -> bool {
-        matches!(self, Kind::Initial | Kind::Response)
+        matches!(
+            self,
+            Kind::Initial | Kind::Response | Kind::Cookie | Kind::Reset
+        )
     }
 }
 
@@ -210,14 +229,15 @@ pub enum Frame<'a> {
         gen: u8,
         ts_val: u32,
     },
-    /// The server's answer to a Join: its timestamp, which the client's first ACK on the path
-    /// must echo from the same address, and the stream's length (`u64::MAX`: endless).
+    /// The server's answer to a Join: a random challenge, which the client's Proof on the
+    /// path must carry back from the same address, and the stream's length (`u64::MAX`:
+    /// endless).
     JoinAck {
         subflow: u8,
         gen: u8,
-        ts_val: u32,
         ts_ecr: u32,
         size: u64,
+        challenge: u64,
     },
     Close {
         code: u8,
@@ -226,9 +246,33 @@ pub enum Frame<'a> {
         count: u8,
         subflows: [SubflowStats; MAX_STATS],
     },
+    /// `pad` zero bytes follow: a probe of the path's datagram size.
+    Challenge {
+        subflow: u8,
+        data: u64,
+        pad: u16,
+    },
+    Proof {
+        subflow: u8,
+        data: u64,
+    },
 }
 
 impl Frame<'_> {
+    /// The subflow (path) a frame names, if it names one: it must be the path whose
+    /// connection id it came with.
+    pub fn subflow(&self) -> Option<u8> {
+        match *self {
+            Frame::Data { subflow, .. }
+            | Frame::Ack { subflow, .. }
+            | Frame::Join { subflow, .. }
+            | Frame::JoinAck { subflow, .. }
+            | Frame::Challenge { subflow, .. }
+            | Frame::Proof { subflow, .. } => Some(subflow),
+            Frame::Close { .. } | Frame::Stats { .. } => None,
+        }
+    }
+
     pub fn kind(&self) -> Kind {
         match self {
             Frame::Data { .. } => Kind::Data,
@@ -237,6 +281,8 @@ impl Frame<'_> {
             Frame::JoinAck { .. } => Kind::JoinAck,
             Frame::Close { .. } => Kind::Close,
             Frame::Stats { .. } => Kind::Stats,
+            Frame::Challenge { .. } => Kind::Challenge,
+            Frame::Proof { .. } => Kind::Proof,
         }
     }
 
@@ -291,14 +337,23 @@ impl Frame<'_> {
             Frame::JoinAck {
                 subflow,
                 gen,
-                ts_val,
                 ts_ecr,
                 size,
+                challenge,
             } => {
                 out.extend_from_slice(&[subflow, gen]);
-                out.extend_from_slice(&ts_val.to_be_bytes());
                 out.extend_from_slice(&ts_ecr.to_be_bytes());
                 out.extend_from_slice(&size.to_be_bytes());
+                out.extend_from_slice(&challenge.to_be_bytes());
+            }
+            Frame::Challenge { subflow, data, pad } => {
+                out.push(subflow);
+                out.extend_from_slice(&data.to_be_bytes());
+                out.resize(out.len() + usize::from(pad), 0);
+            }
+            Frame::Proof { subflow, data } => {
+                out.push(subflow);
+                out.extend_from_slice(&data.to_be_bytes());
             }
             Frame::Close { code } => out.push(code),
             Frame::Stats { count, subflows } => {
@@ -385,9 +440,26 @@ impl<'a> Frame<'a> {
             Kind::JoinAck => Frame::JoinAck {
                 subflow: r.u8()?,
                 gen: r.u8()?,
-                ts_val: r.u32()?,
                 ts_ecr: r.u32()?,
                 size: r.u64()?,
+                challenge: r.u64()?,
+            },
+            Kind::Challenge => {
+                let (subflow, data) = (r.u8()?, r.u64()?);
+                let pad = std::mem::take(&mut r.0);
+                // Padding is zeros (anything else is not this format).
+                if pad.iter().any(|&b| b != 0) {
+                    return Err(WireError::Trailing);
+                }
+                Frame::Challenge {
+                    subflow,
+                    data,
+                    pad: u16::try_from(pad.len()).map_err(|_| WireError::TooLong)?,
+                }
+            }
+            Kind::Proof => Frame::Proof {
+                subflow: r.u8()?,
+                data: r.u64()?,
             },
             Kind::Close => Frame::Close { code: r.u8()? },
             Kind::Stats => {
@@ -412,7 +484,9 @@ impl<'a> Frame<'a> {
                 }
                 Frame::Stats { count, subflows }
             }
-            Kind::Initial | Kind::Response => return Err(WireError::Kind(kind as u8)),
+            Kind::Initial | Kind::Response | Kind::Cookie | Kind::Reset => {
+                return Err(WireError::Kind(kind as u8))
+            }
         };
         if !r.0.is_empty() {
             return Err(WireError::Trailing);
@@ -509,10 +583,29 @@ mod tests {
         roundtrip(Frame::JoinAck {
             subflow: 3,
             gen: 1,
-            ts_val: 7,
             ts_ecr: 99,
             size: u64::MAX - 1,
+            challenge: 0x0123_4567_89ab_cdef,
         });
+        roundtrip(Frame::Proof {
+            subflow: 2,
+            data: u64::MAX,
+        });
+        let mut probe = vec![];
+        let f = Frame::Challenge {
+            subflow: 1,
+            data: 42,
+            pad: 1000,
+        };
+        f.encode(&mut probe);
+        assert_eq!(probe.len(), 1 + 1 + 8 + 1000);
+        assert_eq!(Frame::decode(Kind::Challenge, &probe), Ok(f));
+        *probe.last_mut().unwrap() = 1;
+        assert_eq!(
+            Frame::decode(Kind::Challenge, &probe),
+            Err(WireError::Trailing),
+            "padding is zeros"
+        );
         roundtrip(Frame::Close { code: 0 });
         let mut subflows = [SubflowStats::default(); MAX_STATS];
         subflows[1] = SubflowStats {
@@ -538,7 +631,13 @@ mod tests {
 
     #[test]
     fn headers_round_trip_and_bad_ones_are_named() {
-        for kind in [Kind::Initial, Kind::Data, Kind::Ack] {
+        for kind in [
+            Kind::Initial,
+            Kind::Reset,
+            Kind::Data,
+            Kind::Ack,
+            Kind::Proof,
+        ] {
             let h = Header {
                 kind,
                 conn_id: 0xdead_beef,
@@ -552,12 +651,17 @@ mod tests {
         }
         assert_eq!(Header::decode(&[]), Err(WireError::Short));
         assert_eq!(
-            Header::decode(&[0x23, 0, 0, 0, 0]),
-            Err(WireError::Version(2))
+            Header::decode(&[0x13, 0, 0, 0, 0]),
+            Err(WireError::Version(1)),
+            "version 1 is not spoken any more"
         );
-        assert_eq!(Header::decode(&[0x10, 0, 0, 0, 0]), Err(WireError::Kind(0)));
+        assert_eq!(Header::decode(&[0x20, 0, 0, 0, 0]), Err(WireError::Kind(0)));
         assert_eq!(
-            Header::decode(&[0x13, 0, 0, 0, 0, 1]),
+            Header::decode(&[0x2d, 0, 0, 0, 0]),
+            Err(WireError::Kind(13))
+        );
+        assert_eq!(
+            Header::decode(&[0x23, 0, 0, 0, 0, 1]),
             Err(WireError::Short)
         );
         assert_eq!(

@@ -75,7 +75,7 @@ fn addr(path: usize) -> SocketAddr {
 /// Runs a transfer of `size` bytes until the client has it all or `limit` passes; returns
 /// the client and the time it completed.
 fn transfer(net: &mut Net, size: u64, scheduler: &str, limit: Dur) -> (Client, Server, Time) {
-    let psk = Psk::from_secret(&[42; 32]).unwrap();
+    let psk = Psk::from_secret(b"buSuzgbRxSxu93c2DEIjCzkDV70SLX6gxfQrEThmej0=").unwrap();
     let source: Arc<dyn Source + Sync> = Arc::new(Pattern { len: Some(size) });
     let cfg = ServerConfig {
         scheduler: scheduler.into(),
