@@ -24,8 +24,11 @@ pub const RETRIES: u32 = 6;
 /// No authenticated answer to the Initial for this long: the server is not there, or does
 /// not hold the same secret (it answers nothing then, by design).
 pub const HANDSHAKE_GIVE_UP: Dur = Dur::from_secs(10);
-/// After this long without an authenticated datagram, a challenge asks the server whether it
-/// is still there (its Proof is the answer), and again as long as the silence lasts.
+/// After a silence a challenge asks the server whether it is still there (its Proof is the
+/// answer), and again as long as the silence lasts: after four handshake round trips, within
+/// these bounds. Short, because a path whose NAT moved is silent until the client sends
+/// something from the new address (the server only learns of the move then).
+pub const KEEPALIVE_MIN: Dur = Dur::from_millis(100);
 pub const KEEPALIVE: Dur = Dur::from_secs(1);
 
 #[derive(Clone, Debug)]
@@ -110,6 +113,11 @@ struct PathState {
     confirmed: bool,
     next_try: Option<Time>,
     tries: u32,
+    /// The last authenticated datagram on this path, and when to ask again if it stays
+    /// silent (a keepalive per path: each path's NAT may move on its own).
+    last_heard: Time,
+    next_probe: Option<Time>,
+    probe_gap: Dur,
 }
 
 enum State {
@@ -128,7 +136,10 @@ pub struct Client {
     /// The last authenticated datagram (or the start).
     last_heard: Time,
     idle: Dur,
-    next_keepalive: Option<Time>,
+    /// The silence after which a path's keepalive goes (`KEEPALIVE_MIN` to `KEEPALIVE`).
+    keepalive: Dur,
+    /// When the Initial last left (the handshake's round trip is measured from it).
+    initial_sent: Time,
     paths: Vec<PathState>,
     receiver: Option<Receiver>,
     /// Payload of segments above the in-order point, by data sequence number.
@@ -167,7 +178,8 @@ impl Client {
             tries: 0,
             last_heard: now,
             idle,
-            next_keepalive: None,
+            keepalive: KEEPALIVE,
+            initial_sent: now,
             paths: vec![PathState::default(); n],
             receiver: None,
             held: HashMap::new(),
@@ -252,7 +264,10 @@ impl Client {
                 match hs.accept_cookie(&self.psk, datagram) {
                     // The server is under load: the Initial again at once, with the cookie
                     // that proves this address.
-                    Ok(()) => self.out.push_back((0, hs.initial().to_vec())),
+                    Ok(()) => {
+                        self.out.push_back((0, hs.initial().to_vec()));
+                        self.initial_sent = now;
+                    }
                     Err(e) => self.count(e),
                 }
                 return;
@@ -306,7 +321,10 @@ impl Client {
             return;
         }
         self.last_heard = now;
-        self.next_keepalive = None;
+        let p = &mut self.paths[path];
+        p.last_heard = now;
+        p.next_probe = None;
+        p.probe_gap = self.keepalive;
         self.bytes_received[path] += datagram.len() as u64;
         match frame {
             Frame::JoinAck {
@@ -329,7 +347,12 @@ impl Client {
                 }
                 // The Join goes again until data comes on the path (so a lost Proof is sent
                 // again too).
-                self.paths[path].joined = true;
+                let p = &mut self.paths[path];
+                if !p.joined {
+                    p.joined = true;
+                    p.last_heard = now;
+                    p.probe_gap = self.keepalive;
+                }
                 let mut d = Vec::with_capacity(48);
                 session.seal(
                     path,
@@ -448,6 +471,8 @@ impl Client {
                     .min(Dur::from_millis(u64::from(welcome.idle_ms)))
                     .max(Dur::from_secs(1));
                 self.last_heard = now;
+                let rtt = now - self.initial_sent;
+                self.keepalive = Dur(rtt.0.saturating_mul(4)).clamp(KEEPALIVE_MIN, KEEPALIVE);
                 for i in 0..self.paths.len() {
                     self.join(now, i);
                 }
@@ -513,9 +538,14 @@ impl Client {
         }
         let rx = self.receiver.as_ref().and_then(Receiver::poll_timeout);
         let joins = self.paths.iter().filter_map(|p| p.next_try).min();
-        let keepalive = self.next_keepalive.unwrap_or(self.last_heard + KEEPALIVE);
+        let keepalive = self
+            .paths
+            .iter()
+            .filter(|p| p.joined)
+            .map(|p| p.next_probe.unwrap_or(p.last_heard + self.keepalive))
+            .min();
         let idle = self.last_heard + self.idle;
-        [rx, joins, Some(keepalive), Some(idle)]
+        [rx, joins, keepalive, Some(idle)]
             .into_iter()
             .flatten()
             .min()
@@ -534,6 +564,7 @@ impl Client {
                     // 1, 2, 3 s apart: four tries within the 10 s.
                     self.next_try = Some(now + RETRY * u64::from(self.tries + 1));
                     self.out.push_back((0, hs.initial().to_vec()));
+                    self.initial_sent = now;
                 }
                 return;
             }
@@ -543,8 +574,14 @@ impl Client {
             self.state = State::Failed(Failure::Silent(self.idle));
             return;
         }
-        if now >= self.last_heard + KEEPALIVE && self.next_keepalive.is_none_or(|t| t <= now) {
-            self.keepalive(now);
+        for p in 0..self.paths.len() {
+            let ps = &self.paths[p];
+            if ps.joined
+                && now >= ps.last_heard + self.keepalive
+                && ps.next_probe.is_none_or(|t| t <= now)
+            {
+                self.keepalive(now, p);
+            }
         }
         for i in 0..self.paths.len() {
             if self.paths[i].next_try.is_some_and(|t| t <= now) {
@@ -559,14 +596,16 @@ impl Client {
         self.flush_acks();
     }
 
-    /// Silence: a challenge on the first joined path (else path 0), which a live server
-    /// answers; a restarted one answers with a reset.
-    fn keepalive(&mut self, now: Time) {
+    /// Silence on path `p`: a challenge, which a live server answers (and which shows it the
+    /// path's address if a NAT moved it); a restarted server answers with a reset. Again
+    /// after twice the gap while the silence lasts, up to `KEEPALIVE`.
+    fn keepalive(&mut self, now: Time, p: usize) {
         let State::Open(session) = &mut self.state else {
             return;
         };
-        self.next_keepalive = Some(now + KEEPALIVE);
-        let p = self.paths.iter().position(|p| p.joined).unwrap_or(0);
+        let ps = &mut self.paths[p];
+        ps.next_probe = Some(now + ps.probe_gap);
+        ps.probe_gap = Dur(ps.probe_gap.0.saturating_mul(2)).min(KEEPALIVE);
         let mut d = Vec::with_capacity(48);
         session.seal(
             p,

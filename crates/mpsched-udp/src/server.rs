@@ -47,6 +47,13 @@ pub const HALF_OPEN_PER_SOURCE: usize = 4;
 /// times in all.
 pub const CHALLENGE_RETRY: Dur = Dur::from_secs(1);
 pub const CHALLENGE_TRIES: u32 = 3;
+/// While a path's new address is being checked, its datagrams wait (rather than go to an
+/// address the client has likely left, lost with the retransmissions that would follow):
+/// at most twice the path's smoothed RTT, within these bounds, and this many datagrams;
+/// then they go to the proven address.
+pub const HOLD_MIN: Dur = Dur::from_millis(50);
+pub const HOLD_MAX: Dur = Dur::from_secs(1);
+pub const HOLD_DATAGRAMS: usize = 4096;
 
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
@@ -142,6 +149,19 @@ struct Path {
     /// A challenge out: to `addr` (the Join's) or to a new address (a move).
     pending: Option<Validation>,
     established: bool,
+    /// Datagrams held while a move is checked, until when.
+    held: VecDeque<Vec<u8>>,
+    hold_until: Option<Time>,
+}
+
+impl Path {
+    /// Sends what was held to `addr` (the new one if it proved itself, else the old one).
+    fn release(&mut self, out: &mut VecDeque<(SocketAddr, Vec<u8>)>) {
+        self.hold_until = None;
+        for d in self.held.drain(..) {
+            out.push_back((self.addr, d));
+        }
+    }
 }
 
 struct Conn {
@@ -382,12 +402,13 @@ impl Server {
         if from == path.addr {
             path.budget.on_received(len);
         } else {
+            let hold = hold_time(&conn.sender, i);
             Self::on_moved(
                 &mut conn.session,
                 path,
                 &mut self.out,
                 &mut self.drops,
-                i,
+                (i, hold),
                 from,
                 len,
                 highest,
@@ -411,6 +432,7 @@ impl Server {
                 path.addr = from;
                 path.budget = v.budget;
                 path.budget.prove();
+                path.release(&mut self.out);
                 if !path.established {
                     path.established = true;
                     conn.sender.establish(now, i, now - v.sent);
@@ -504,6 +526,8 @@ impl Server {
                     budget: Budget::default(),
                 }),
                 established: false,
+                held: VecDeque::new(),
+                hold_until: None,
             }
         };
         match conn.paths[i].as_mut() {
@@ -524,7 +548,18 @@ impl Server {
             }
             Some(p) => {
                 // An established path: a Join from elsewhere is at most a move to check.
-                Self::on_moved(&mut conn.session, p, out, drops, i, from, len, highest, now);
+                let hold = hold_time(&conn.sender, i);
+                Self::on_moved(
+                    &mut conn.session,
+                    p,
+                    out,
+                    drops,
+                    (i, hold),
+                    from,
+                    len,
+                    highest,
+                    now,
+                );
                 return;
             }
         }
@@ -559,7 +594,7 @@ impl Server {
         path: &mut Path,
         out: &mut VecDeque<(SocketAddr, Vec<u8>)>,
         drops: &mut Drops,
-        i: usize,
+        (i, hold): (usize, Dur),
         from: SocketAddr,
         len: usize,
         highest: bool,
@@ -582,6 +617,8 @@ impl Server {
         v.budget.on_received(len);
         Self::challenge(session, &mut v, out, drops, i);
         path.pending = Some(v);
+        path.release(out);
+        path.hold_until = Some(now + hold);
     }
 
     fn challenge(
@@ -725,7 +762,9 @@ impl Server {
             let frame = data_frame(&pkt, &seg, buf);
             let mut d = Vec::with_capacity(MAX_DATAGRAM);
             conn.session.seal(i, &frame, &mut d);
-            if path.budget.try_send(d.len()) {
+            if path.hold_until.is_some_and(|t| now < t) && path.held.len() < HOLD_DATAGRAMS {
+                path.held.push_back(d);
+            } else if path.budget.try_send(d.len()) {
                 self.out.push_back((path.addr, d));
             } else {
                 self.drops.amplification += 1;
@@ -745,7 +784,6 @@ impl Server {
                 self.out.push_back((path.addr, d));
             }
         }
-        let _ = now;
     }
 
     pub fn poll_transmit(&mut self) -> Option<(SocketAddr, Vec<u8>)> {
@@ -764,7 +802,8 @@ impl Server {
                     .filter_map(|p| p.pending.as_ref())
                     .map(|v| v.sent + CHALLENGE_RETRY)
                     .min();
-                [c.sender.poll_timeout(), retry]
+                let hold = c.paths.iter().flatten().filter_map(|p| p.hold_until).min();
+                [c.sender.poll_timeout(), retry, hold]
                     .into_iter()
                     .flatten()
                     .fold(c.deadline(), Time::min)
@@ -793,6 +832,10 @@ impl Server {
                 let Some(path) = path.as_mut().filter(|p| p.established) else {
                     continue;
                 };
+                if path.hold_until.is_some_and(|t| now >= t) {
+                    // No proof in time: the held datagrams go where the path was.
+                    path.release(&mut self.out);
+                }
                 let Some(v) = path.pending.as_mut() else {
                     continue;
                 };
@@ -819,6 +862,12 @@ impl Server {
     pub fn sender(&self, id: u32) -> Option<&Sender> {
         self.conns.get(&id).map(|c| &c.sender)
     }
+}
+
+/// How long subflow `i`'s datagrams may wait for a move to be checked.
+fn hold_time(sender: &Sender, i: usize) -> Dur {
+    let srtt = sender.subflows()[i].rtt().srtt().unwrap_or(HOLD_MIN);
+    Dur(srtt.0.saturating_mul(2)).clamp(HOLD_MIN, HOLD_MAX)
 }
 
 /// The sender's counters per subflow that has sent anything.
