@@ -137,6 +137,8 @@ pub struct GetSummary {
     pub bytes: u64,
     /// Where this run started in the stream (the `.part` it resumed).
     pub offset: u64,
+    /// The whole stream's length, if known (`None`: endless, or no answer).
+    pub stream_bytes: Option<u64>,
     /// Why the connection failed, if it did (one line naming the server).
     pub error: Option<String>,
     /// The partial file kept, and its length, when the stream did not complete.
@@ -208,9 +210,11 @@ impl GetSummary {
             .as_ref()
             .map_or("null".to_string(), |e| json_string(e));
         format!(
-            r#"{{"bytes": {}, "offset": {}, "error": {error}, "kept": {kept}, "duration_s": {}, "goodput_mbps": {}, "complete": {}, "sha256": "{}", {}, "subflows": [{}], "drops": {{"malformed": {}, "unauthenticated": {}, "replayed": {}}}, "timeline": [{}]}}"#,
+            r#"{{"bytes": {}, "offset": {}, "stream_bytes": {}, "error": {error}, "kept": {kept}, "duration_s": {}, "goodput_mbps": {}, "complete": {}, "sha256": "{}", {}, "subflows": [{}], "drops": {{"malformed": {}, "unauthenticated": {}, "replayed": {}}}, "timeline": [{}]}}"#,
             self.bytes,
             self.offset,
+            self.stream_bytes
+                .map_or("null".to_string(), |n| n.to_string()),
             self.duration_s,
             self.goodput_mbps,
             self.complete,
@@ -401,6 +405,7 @@ pub fn run_get(
     Ok(GetSummary {
         bytes,
         offset,
+        stream_bytes: client.total().map(|t| t + offset),
         error,
         kept,
         duration_s,

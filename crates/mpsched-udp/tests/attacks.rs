@@ -407,7 +407,11 @@ fn guessing_a_challenge_fails_in_100_000_tries() {
         rng ^= rng << 13;
         rng ^= rng >> 7;
         rng ^= rng << 17;
-        let data = if guesses.is_multiple_of(2) { guesses } else { rng };
+        let data = if guesses.is_multiple_of(2) {
+            guesses
+        } else {
+            rng
+        };
         session.seal(1, &Frame::Proof { subflow: 1, data }, &mut d);
         from_victim += d.len();
         server.handle(now, VICTIM, &d);

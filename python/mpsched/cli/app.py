@@ -24,7 +24,7 @@ from .schedulers import schedulers_command
 from .schema import schema_command
 from .sweep import sweep_command
 from .table import table_command
-from .transport import get_command, serve_command
+from .transport import get_command, keygen_command, serve_command
 
 __all__ = ["cli", "main"]
 
@@ -39,6 +39,7 @@ __all__ = ["cli", "main"]
         calibrate_command,
         serve_command,
         get_command,
+        keygen_command,
         sweep_command,
         plot_command,
         compare_command,
