@@ -8,7 +8,7 @@
 use crate::admit::unix_now_ns;
 use crate::convert::{ack_frame, data_packet, from_us, us, DataContext};
 use crate::session::{is_reset, ClientHandshake, Hello, OpenError, Psk, Session};
-use crate::wire::{Frame, Header, Kind, SubflowStats, MAX_DATAGRAM};
+use crate::wire::{Frame, Header, Kind, Part, SubflowStats, MAX_DATAGRAM};
 use mpsched_core::conn::{Receiver, ReceiverConfig, Stack};
 use mpsched_core::jiffies::Jiffies;
 use mpsched_core::packet::Payload;
@@ -30,6 +30,12 @@ pub const HANDSHAKE_GIVE_UP: Dur = Dur::from_secs(10);
 /// something from the new address (the server only learns of the move then).
 pub const KEEPALIVE_MIN: Dur = Dur::from_millis(100);
 pub const KEEPALIVE: Dur = Dur::from_secs(1);
+
+/// Halves of split segments held at most (a window's worth at 6 MB, twice): beyond, the
+/// ones whose partner was lost are forgotten (the core sends the segment again).
+pub const MAX_HALVES: usize = 8192;
+
+type Halves = (Option<Vec<u8>>, Option<Vec<u8>>, usize);
 
 #[derive(Clone, Debug)]
 pub struct ClientConfig {
@@ -144,6 +150,9 @@ pub struct Client {
     receiver: Option<Receiver>,
     /// Payload of segments above the in-order point, by data sequence number.
     held: HashMap<u64, Vec<u8>>,
+    /// Halves of split segments by (subflow, seq): the first's bytes, the second's, and the
+    /// bytes of the datagrams that brought them.
+    halves: HashMap<(u8, u32), Halves>,
     /// Every segment below this has been handed to the application.
     delivered: u64,
     total: Option<u64>,
@@ -183,6 +192,7 @@ impl Client {
             paths: vec![PathState::default(); n],
             receiver: None,
             held: HashMap::new(),
+            halves: HashMap::new(),
             delivered: 0,
             total: None,
             ready: VecDeque::new(),
@@ -250,6 +260,13 @@ impl Client {
 
     /// A datagram that arrived on path `path`.
     pub fn handle(&mut self, now: Time, path: usize, datagram: &[u8]) {
+        // The plaintext lives outside `self` while its frame is handled.
+        let mut plain = std::mem::take(&mut self.plain);
+        self.handle_in(now, path, datagram, &mut plain);
+        self.plain = plain;
+    }
+
+    fn handle_in(&mut self, now: Time, path: usize, datagram: &[u8], plain: &mut Vec<u8>) {
         let Ok((header, rest)) = Header::decode(datagram) else {
             self.drops.malformed += 1;
             return;
@@ -297,7 +314,7 @@ impl Client {
             self.drops.malformed += 1;
             return;
         };
-        let opened = match session.open(&header, rest, &mut self.plain) {
+        let opened = match session.open(&header, rest, plain) {
             Ok(o) => o,
             Err(e) => {
                 match e {
@@ -380,44 +397,63 @@ impl Client {
             // The answer to a keepalive: hearing it was the point.
             Frame::Proof { .. } => {}
             Frame::Data {
-                subflow, payload, ..
+                part: Part::Whole, ..
+            } => self.on_data(now, &frame, datagram.len()),
+            Frame::Data {
+                subflow,
+                seq,
+                part,
+                payload,
+                ..
             } => {
-                let Some(rx) = self.receiver.as_mut() else {
-                    return;
-                };
-                let i = usize::from(subflow);
-                let p = &mut self.paths[i];
-                if !p.confirmed {
-                    p.confirmed = true;
-                    p.next_try = None;
+                // Half a segment: kept until the other half is in.
+                let key = (subflow, seq);
+                if !self.halves.contains_key(&key) && self.halves.len() >= MAX_HALVES {
+                    // Full of halves whose partners were lost: the core sends them again.
+                    self.halves.clear();
                 }
-                let cx = DataContext {
-                    rcv_nxt: rx.subflows()[i].rcv_nxt(),
-                    data_rcv_nxt: rx.data_rcv_nxt(),
-                    now,
-                    peer_ts: self.peer_ts,
+                let h = self.halves.entry(key).or_default();
+                let slot = if part == Part::First {
+                    &mut h.0
+                } else {
+                    &mut h.1
                 };
-                let pkt = data_packet(&frame, &cx, datagram.len() as u32).expect("data");
-                let Payload::Data(seg) = pkt.payload else {
-                    unreachable!()
-                };
-                self.peer_ts = self.peer_ts.max(seg.ts_val);
-                // Keep the bytes of a segment the window admits, once.
-                let window_segs = self.cfg.rcvbuf / u64::from(wire::mss(true)) + 64;
-                if seg.dseq >= self.delivered
-                    && seg.dseq < self.delivered + window_segs
-                    && !self.held.contains_key(&seg.dseq)
-                {
-                    self.held.insert(seg.dseq, payload.to_vec());
+                if slot.is_none() {
+                    *slot = Some(payload.to_vec());
+                    h.2 += datagram.len();
                 }
-                rx.handle_data(now, &pkt);
-                while self.delivered < rx.data_rcv_nxt() {
-                    if let Some(bytes) = self.held.remove(&self.delivered) {
-                        self.ready.push_back(bytes);
-                    }
-                    self.delivered += 1;
+                if let (Some(a), Some(b)) = (&h.0, &h.1) {
+                    let mut whole = Vec::with_capacity(a.len() + b.len());
+                    whole.extend_from_slice(a);
+                    whole.extend_from_slice(b);
+                    let wire_len = h.2;
+                    self.halves.remove(&key);
+                    let Frame::Data {
+                        subflow,
+                        gen,
+                        probe,
+                        seq,
+                        dseq,
+                        ts_val,
+                        ts_ecr,
+                        ..
+                    } = frame
+                    else {
+                        unreachable!()
+                    };
+                    let frame = Frame::Data {
+                        subflow,
+                        gen,
+                        probe,
+                        part: Part::Whole,
+                        seq,
+                        dseq,
+                        ts_val,
+                        ts_ecr,
+                        payload: &whole,
+                    };
+                    self.on_data(now, &frame, wire_len);
                 }
-                self.flush_acks();
             }
             Frame::Close { .. } => self.closed = true,
             Frame::Stats { count, subflows } => {
@@ -425,6 +461,52 @@ impl Client {
             }
             _ => self.drops.malformed += 1,
         }
+    }
+
+    /// A whole data segment (`frame`), which came in datagrams of `wire_len` bytes.
+    fn on_data(&mut self, now: Time, frame: &Frame, wire_len: usize) {
+        let Frame::Data {
+            subflow, payload, ..
+        } = *frame
+        else {
+            return;
+        };
+        let Some(rx) = self.receiver.as_mut() else {
+            return;
+        };
+        let i = usize::from(subflow);
+        let p = &mut self.paths[i];
+        if !p.confirmed {
+            p.confirmed = true;
+            p.next_try = None;
+        }
+        let cx = DataContext {
+            rcv_nxt: rx.subflows()[i].rcv_nxt(),
+            data_rcv_nxt: rx.data_rcv_nxt(),
+            now,
+            peer_ts: self.peer_ts,
+        };
+        let pkt = data_packet(frame, &cx, wire_len as u32).expect("data");
+        let Payload::Data(seg) = pkt.payload else {
+            unreachable!()
+        };
+        self.peer_ts = self.peer_ts.max(seg.ts_val);
+        // Keep the bytes of a segment the window admits, once.
+        let window_segs = self.cfg.rcvbuf / u64::from(wire::mss(true)) + 64;
+        if seg.dseq >= self.delivered
+            && seg.dseq < self.delivered + window_segs
+            && !self.held.contains_key(&seg.dseq)
+        {
+            self.held.insert(seg.dseq, payload.to_vec());
+        }
+        rx.handle_data(now, &pkt);
+        while self.delivered < rx.data_rcv_nxt() {
+            if let Some(bytes) = self.held.remove(&self.delivered) {
+                self.ready.push_back(bytes);
+            }
+            self.delivered += 1;
+        }
+        self.flush_acks();
     }
 
     /// The server's counters per subflow, once it sent them (`close`).

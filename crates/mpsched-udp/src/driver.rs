@@ -108,6 +108,40 @@ pub fn enlarge_buffers(socket: &UdpSocket) {
     }
 }
 
+/// Sets the don't-fragment bit on what `socket` sends (IPv4 and IPv6) and has the kernel
+/// refuse a datagram larger than the link rather than fragment it: the transport sizes its
+/// datagrams to the path itself (RFC 8899; a probe larger than the path is lost, as a
+/// datagram the network dropped). Without the kernel's PMTU cache (`PROBE`), so that an
+/// ICMP message an attacker forged cannot shrink the path.
+pub fn forbid_fragments(socket: &UdpSocket) {
+    let fd = socket.as_raw_fd();
+    let set = |level, opt, value: libc::c_int| {
+        // SAFETY: `value` outlives the call and its length is given.
+        unsafe {
+            libc::setsockopt(
+                fd,
+                level,
+                opt,
+                (&value as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        }
+    };
+    // Each applies to the sockets of its family (an IPv6 socket takes both); the others
+    // fail harmlessly.
+    set(
+        libc::IPPROTO_IP,
+        libc::IP_MTU_DISCOVER,
+        libc::IP_PMTUDISC_PROBE,
+    );
+    set(
+        libc::IPPROTO_IPV6,
+        libc::IPV6_MTU_DISCOVER,
+        libc::IPV6_PMTUDISC_PROBE,
+    );
+    set(libc::IPPROTO_IPV6, libc::IPV6_DONTFRAG, 1);
+}
+
 /// Serves until `stop` is set: each datagram into the server, its answers out.
 pub fn serve(
     socket: &UdpSocket,
@@ -117,6 +151,7 @@ pub fn serve(
 ) -> io::Result<()> {
     socket.set_nonblocking(true)?;
     enlarge_buffers(socket);
+    forbid_fragments(socket);
     let clock = Clock::start();
     server.set_unix_at_zero(crate::admit::unix_now_ns().saturating_sub(clock.now().0));
     let mut rx = RecvBatch::new(batch::enable_gro(socket));
@@ -232,6 +267,7 @@ pub fn client_sockets(
                 s.connect(server)?;
                 s.set_nonblocking(true)?;
                 enlarge_buffers(&s);
+                forbid_fragments(&s);
                 Ok(s)
             };
             open().map_err(|e| (local, e))

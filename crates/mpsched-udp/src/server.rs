@@ -17,7 +17,10 @@ use crate::session::{
 };
 use crate::source::{Offset, Source};
 use crate::timing::{DecisionCost, Timed};
-use crate::wire::{Frame, Header, Kind, SubflowStats, MAX_DATAGRAM, MAX_STATS};
+use crate::wire::{
+    Frame, Header, Kind, Part, SubflowStats, DATA_FIELDS, HEADER_LEN, IPV6_DATAGRAM, MAX_DATAGRAM,
+    MAX_STATS, TAG_LEN,
+};
 use mpsched_core::cc::CcKind;
 use mpsched_core::conn::sender::SubflowConfig;
 use mpsched_core::conn::{Sender, SenderConfig, Stack};
@@ -152,6 +155,19 @@ struct Path {
     /// Datagrams held while a move is checked, until when.
     held: VecDeque<Vec<u8>>,
     hold_until: Option<Time>,
+    /// The largest datagram the path takes (RFC 8899's PLPMTU): `MAX_DATAGRAM` over IPv4,
+    /// `IPV6_DATAGRAM` over IPv6 until a probe of `MAX_DATAGRAM` bytes came back.
+    max_datagram: usize,
+    /// A padded challenge of `MAX_DATAGRAM` bytes out: its data, when, how many so far.
+    probe: Option<(u64, Time, u32)>,
+}
+
+/// The largest datagram toward `addr` before any probe.
+fn base_datagram(addr: SocketAddr) -> usize {
+    match addr {
+        SocketAddr::V6(a) if a.ip().to_ipv4_mapped().is_none() => IPV6_DATAGRAM,
+        _ => MAX_DATAGRAM,
+    }
 }
 
 impl Path {
@@ -416,6 +432,13 @@ impl Server {
             );
         }
         match frame {
+            Frame::Proof { data, .. }
+                if from == path.addr && path.probe.is_some_and(|(p, _, _)| p == data) =>
+            {
+                // A full-size datagram crossed the path: segments go whole from now on.
+                path.probe = None;
+                path.max_datagram = MAX_DATAGRAM;
+            }
             Frame::Proof { data, .. } => {
                 let ok = path
                     .pending
@@ -428,6 +451,10 @@ impl Server {
                 let v = path.pending.take().expect("checked");
                 if path.addr != from {
                     self.answers.migrations += 1;
+                    if base_datagram(from) != base_datagram(path.addr) {
+                        path.max_datagram = base_datagram(from);
+                        path.probe = None;
+                    }
                 }
                 path.addr = from;
                 path.budget = v.budget;
@@ -440,6 +467,9 @@ impl Server {
                         conn.started = true;
                         conn.sender.start(now);
                     }
+                }
+                if path.max_datagram < MAX_DATAGRAM && path.probe.is_none() {
+                    Self::probe(&mut conn.session, path, &mut self.out, i, now, 1);
                 }
             }
             Frame::Challenge { data, .. } => {
@@ -528,6 +558,8 @@ impl Server {
                 established: false,
                 held: VecDeque::new(),
                 hold_until: None,
+                max_datagram: base_datagram(from),
+                probe: None,
             }
         };
         match conn.paths[i].as_mut() {
@@ -619,6 +651,30 @@ impl Server {
         path.pending = Some(v);
         path.release(out);
         path.hold_until = Some(now + hold);
+    }
+
+    /// A challenge padded to `MAX_DATAGRAM` bytes (RFC 8899's probe; the don't-fragment bit
+    /// is set on the socket): its proof raises the path's datagram size.
+    fn probe(
+        session: &mut Session,
+        path: &mut Path,
+        out: &mut VecDeque<(SocketAddr, Vec<u8>)>,
+        i: usize,
+        now: Time,
+        tries: u32,
+    ) {
+        let data = crate::random::u64();
+        let pad = MAX_DATAGRAM - (HEADER_LEN + 1 + 1 + 8 + TAG_LEN);
+        let mut d = Vec::with_capacity(MAX_DATAGRAM);
+        let frame = Frame::Challenge {
+            subflow: i as u8,
+            data,
+            pad: pad as u16,
+        };
+        session.seal(i, &frame, &mut d);
+        debug_assert_eq!(d.len(), MAX_DATAGRAM);
+        path.probe = Some((data, now, tries));
+        out.push_back((path.addr, d));
     }
 
     fn challenge(
@@ -759,15 +815,50 @@ impl Server {
             if conn.source.read_at(seg.dseq * mss, buf).is_err() {
                 continue;
             }
-            let frame = data_frame(&pkt, &seg, buf);
-            let mut d = Vec::with_capacity(MAX_DATAGRAM);
-            conn.session.seal(i, &frame, &mut d);
-            if path.hold_until.is_some_and(|t| now < t) && path.held.len() < HOLD_DATAGRAMS {
-                path.held.push_back(d);
-            } else if path.budget.try_send(d.len()) {
-                self.out.push_back((path.addr, d));
+            let whole = data_frame(&pkt, &seg, buf);
+            let halves;
+            let frames: &[Frame] = if HEADER_LEN + DATA_FIELDS + len + TAG_LEN <= path.max_datagram
+            {
+                std::slice::from_ref(&whole)
             } else {
-                self.drops.amplification += 1;
+                // Too large for the path: two datagrams, each half of the segment.
+                let (a, b) = buf.split_at(len.div_ceil(2));
+                let half = |part, payload| match whole {
+                    Frame::Data {
+                        subflow,
+                        gen,
+                        probe,
+                        seq,
+                        dseq,
+                        ts_val,
+                        ts_ecr,
+                        ..
+                    } => Frame::Data {
+                        subflow,
+                        gen,
+                        probe,
+                        part,
+                        seq,
+                        dseq,
+                        ts_val,
+                        ts_ecr,
+                        payload,
+                    },
+                    _ => unreachable!(),
+                };
+                halves = [half(Part::First, a), half(Part::Second, b)];
+                &halves
+            };
+            for frame in frames {
+                let mut d = Vec::with_capacity(MAX_DATAGRAM);
+                conn.session.seal(i, frame, &mut d);
+                if path.hold_until.is_some_and(|t| now < t) && path.held.len() < HOLD_DATAGRAMS {
+                    path.held.push_back(d);
+                } else if path.budget.try_send(d.len()) {
+                    self.out.push_back((path.addr, d));
+                } else {
+                    self.drops.amplification += 1;
+                }
             }
         }
         if conn.sender.data().finished() && !conn.closed {
@@ -803,7 +894,13 @@ impl Server {
                     .map(|v| v.sent + CHALLENGE_RETRY)
                     .min();
                 let hold = c.paths.iter().flatten().filter_map(|p| p.hold_until).min();
-                [c.sender.poll_timeout(), retry, hold]
+                let probe = c
+                    .paths
+                    .iter()
+                    .flatten()
+                    .filter_map(|p| p.probe.map(|(_, sent, _)| sent + CHALLENGE_RETRY))
+                    .min();
+                [c.sender.poll_timeout(), retry, hold, probe]
                     .into_iter()
                     .flatten()
                     .fold(c.deadline(), Time::min)
@@ -835,6 +932,16 @@ impl Server {
                 if path.hold_until.is_some_and(|t| now >= t) {
                     // No proof in time: the held datagrams go where the path was.
                     path.release(&mut self.out);
+                }
+                if let Some((_, sent, tries)) = path.probe {
+                    if now >= sent + CHALLENGE_RETRY {
+                        if tries >= CHALLENGE_TRIES {
+                            // Full-size datagrams do not cross: split segments it is.
+                            path.probe = None;
+                        } else {
+                            Self::probe(&mut conn.session, path, &mut self.out, i, now, tries + 1);
+                        }
+                    }
                 }
                 let Some(v) = path.pending.as_mut() else {
                     continue;

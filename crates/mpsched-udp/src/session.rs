@@ -693,6 +693,7 @@ mod tests {
             subflow: 0,
             gen: 0,
             probe: false,
+            part: crate::wire::Part::Whole,
             seq: 1,
             dseq: 1,
             ts_val: 1,

@@ -15,6 +15,9 @@ use std::fmt;
 pub const VERSION: u8 = 2;
 /// UDP payload on a 1,500-byte path (IPv4: 20 + 8 bytes of headers).
 pub const MAX_DATAGRAM: usize = 1472;
+/// UDP payload on a 1,500-byte IPv6 path (40 + 8 bytes of headers): where a path over IPv6
+/// starts (RFC 8899's probing may raise it to `MAX_DATAGRAM`).
+pub const IPV6_DATAGRAM: usize = 1452;
 /// Kind, connection id, packet number.
 pub const HEADER_LEN: usize = 11;
 /// Kind and connection id of a handshake datagram.
@@ -193,6 +196,17 @@ pub struct SackBlock {
     pub end: u32,
 }
 
+/// Which bytes of a segment a Data frame carries: all of them, or one half of a segment split
+/// over two datagrams for a path whose datagrams cannot hold it whole (IPv6 on a 1,500-byte
+/// link: 1,452 bytes of UDP payload). The first half is the segment's first `ceil(len / 2)`
+/// bytes; the receiver takes the segment when both halves are in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    Whole,
+    First,
+    Second,
+}
+
 /// What a protected datagram carries, once decrypted. Sequence numbers and timestamps are the
 /// low 32 bits of the core's; `expand` restores them.
 // A Stats frame is the largest (8 subflows' counters, ~400 bytes): frames live briefly on the
@@ -204,6 +218,7 @@ pub enum Frame<'a> {
         subflow: u8,
         gen: u8,
         probe: bool,
+        part: Part,
         seq: u32,
         dseq: u32,
         /// Microseconds on the sender's clock.
@@ -293,13 +308,19 @@ impl Frame<'_> {
                 subflow,
                 gen,
                 probe,
+                part,
                 seq,
                 dseq,
                 ts_val,
                 ts_ecr,
                 payload,
             } => {
-                out.extend_from_slice(&[subflow, gen, u8::from(probe)]);
+                let part = match part {
+                    Part::Whole => 0,
+                    Part::First => 2,
+                    Part::Second => 4,
+                };
+                out.extend_from_slice(&[subflow, gen, u8::from(probe) | part]);
                 for v in [seq, dseq, ts_val, ts_ecr] {
                     out.extend_from_slice(&v.to_be_bytes());
                 }
@@ -394,10 +415,17 @@ impl<'a> Frame<'a> {
                 if payload.len() > MAX_PAYLOAD {
                     return Err(WireError::TooLong);
                 }
+                let part = match flags & 6 {
+                    0 => Part::Whole,
+                    2 => Part::First,
+                    4 => Part::Second,
+                    _ => return Err(WireError::Mismatch),
+                };
                 Frame::Data {
                     subflow,
                     gen,
                     probe: flags & 1 != 0,
+                    part,
                     seq,
                     dseq,
                     ts_val,
@@ -554,6 +582,7 @@ mod tests {
             subflow: 1,
             gen: 2,
             probe: true,
+            part: Part::Second,
             seq: u32::MAX,
             dseq: 12,
             ts_val: 3,

@@ -9,7 +9,7 @@ use mpsched_udp::client::{Client, ClientConfig, Failure};
 use mpsched_udp::server::{Server, ServerConfig};
 use mpsched_udp::session::{ClientHandshake, Hello, Psk};
 use mpsched_udp::source::{Pattern, Source};
-use mpsched_udp::wire::{Frame, Header, Kind};
+use mpsched_udp::wire::{Frame, Header, Kind, MAX_DATAGRAM};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -86,6 +86,12 @@ struct Net {
     size: u64,
     /// Bytes in order as the server read them.
     checked: u64,
+    /// The largest UDP payload the paths carry (larger datagrams are dropped, as a link
+    /// drops a packet above its MTU with don't-fragment set), and the largest the server
+    /// sent.
+    max_payload: usize,
+    largest_sent: usize,
+    largest_data: usize,
 }
 
 impl Net {
@@ -113,6 +119,9 @@ impl Net {
             offset,
             size,
             checked: 0,
+            max_payload: 65_507,
+            largest_sent: 0,
+            largest_data: 0,
         }
     }
 
@@ -152,6 +161,13 @@ impl Net {
         }
         while let Some((to, d)) = self.server.poll_transmit() {
             *self.sent_to.entry(to).or_default() += d.len();
+            self.largest_sent = self.largest_sent.max(d.len());
+            if Header::decode(&d).is_ok_and(|(h, _)| h.kind == Kind::Data) {
+                self.largest_data = self.largest_data.max(d.len());
+            }
+            if d.len() > self.max_payload {
+                continue;
+            }
             if !self.proven(to) {
                 let sent = self.sent_unproven.entry(to).or_default();
                 *sent += d.len();
@@ -627,4 +643,58 @@ fn a_resumed_download_gets_the_rest_of_the_stream() {
     let mut net = Net::new(size, 1, cfg, ServerConfig::default());
     net.run_to_completion(Dur::from_secs(30));
     assert_eq!(net.client.total(), Some(size - 1_234_567));
+}
+
+fn ipv6_net(size: u64, paths: usize, link_mtu: usize) -> Net {
+    let mut net = default_net(size, paths);
+    net.nat = (0..paths)
+        .map(|p| SocketAddr::new(format!("fd00:{p}::2").parse().unwrap(), 40_000))
+        .collect();
+    net.max_payload = link_mtu - 48;
+    net
+}
+
+#[test]
+fn ipv6_paths_of_1500_bytes_get_split_segments_and_no_datagram_too_large() {
+    let size = 20_000_000;
+    let mut net = ipv6_net(size, 2, 1500);
+    let t = net.run_to_completion(Dur::from_secs(60));
+    eprintln!(
+        "20 MB over two IPv6 paths of MTU 1500 in {:.2} s; largest datagram {} bytes",
+        t.as_secs_f64(),
+        net.largest_sent
+    );
+    // Only the size probes (three per path, lost) were larger than the path.
+    assert_eq!(net.largest_sent, MAX_DATAGRAM);
+    assert!(net.largest_data <= 1452, "{}", net.largest_data);
+    assert!(net.largest_data > 700, "halves of full segments");
+}
+
+#[test]
+fn an_ipv6_path_that_carries_full_datagrams_gets_whole_segments_after_a_probe() {
+    let size = 20_000_000;
+    let mut split = ipv6_net(size, 1, 1500);
+    let t_split = split.run_to_completion(Dur::from_secs(60));
+    let mut whole = ipv6_net(size, 1, 9000);
+    let t_whole = whole.run_to_completion(Dur::from_secs(60));
+    let sent = |n: &Net| {
+        n.server.sender(n.hs_id).unwrap().subflows()[0]
+            .stats
+            .packets_sent
+    };
+    eprintln!(
+        "IPv6, MTU 1500: {:.2} s; MTU 9000 (probed up): {:.2} s",
+        t_split.as_secs_f64(),
+        t_whole.as_secs_f64()
+    );
+    // The same segments; the datagrams that carried them: two per segment, then one.
+    let datagrams = |n: &Net| n.sent_to.values().sum::<usize>();
+    assert!(sent(&split) > 0 && sent(&whole) > 0);
+    assert_eq!(
+        whole.largest_data,
+        MAX_DATAGRAM - 1,
+        "whole segments after the probe"
+    );
+    assert!(datagrams(&whole) < datagrams(&split));
+    assert!(t_whole <= t_split);
 }
