@@ -382,6 +382,16 @@ impl Server {
             Ok(o) => o,
             Err(e) => {
                 self.drops.count(e);
+                if conn.session.keys_spent() {
+                    // Too many forgeries for the keys to be trusted (RFC 9001 6.6): the
+                    // connection ends; its client sees a reset and starts anew.
+                    let hs = self.ids[&header.conn_id];
+                    if let Some(c) = self.conns.remove(&hs) {
+                        for id in c.session.path_ids() {
+                            self.ids.remove(id);
+                        }
+                    }
+                }
                 return;
             }
         };

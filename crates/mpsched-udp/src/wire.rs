@@ -50,7 +50,7 @@ pub struct SubflowStats {
     pub cwnd: u32,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum Kind {
     /// Client to server: the first Noise message (it proves the pre-shared key).

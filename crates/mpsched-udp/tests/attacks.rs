@@ -78,8 +78,10 @@ struct Net {
     /// Bytes the server sent to / received from each address.
     sent_to: HashMap<SocketAddr, usize>,
     received_from: HashMap<SocketAddr, usize>,
-    /// Bytes sent to each address while the server did not count it proven.
+    /// Bytes sent to each address while the server did not count it proven, in all and by
+    /// the kind of datagram.
     sent_unproven: HashMap<SocketAddr, usize>,
+    unproven_kinds: HashMap<Kind, usize>,
     /// The client's datagrams as they left (path, bytes), for attackers to copy.
     tapped: Vec<(Time, usize, Vec<u8>)>,
     offset: u64,
@@ -115,6 +117,7 @@ impl Net {
             sent_to: HashMap::new(),
             received_from: HashMap::new(),
             sent_unproven: HashMap::new(),
+            unproven_kinds: HashMap::new(),
             tapped: vec![],
             offset,
             size,
@@ -171,6 +174,9 @@ impl Net {
             if !self.proven(to) {
                 let sent = self.sent_unproven.entry(to).or_default();
                 *sent += d.len();
+                if let Ok((h, _)) = Header::decode(&d) {
+                    *self.unproven_kinds.entry(h.kind).or_default() += d.len();
+                }
                 let got = self.received_from.get(&to).copied().unwrap_or(0);
                 assert!(
                     *sent <= 3 * got,
@@ -697,4 +703,66 @@ fn an_ipv6_path_that_carries_full_datagrams_gets_whole_segments_after_a_probe() 
     );
     assert!(datagrams(&whole) < datagrams(&split));
     assert!(t_whole <= t_split);
+}
+
+#[test]
+fn amplification_toward_unproven_addresses_stays_within_3x_over_every_kind() {
+    // Every send above is checked as it happens; this one gathers the attacks and reports
+    // the ratio per address and the bytes per kind of datagram.
+    let size = 10_000_000;
+    let cfg = ServerConfig {
+        max_conns: 8,
+        ..ServerConfig::default()
+    };
+    let mut net = Net::new(size, 2, ClientConfig::default(), cfg);
+    // Under load (half-open connections from spoofed addresses): cookies.
+    for id in 0..4u32 {
+        let hello = Hello {
+            unix_ns: mpsched_udp::admit::unix_now_ns(),
+            idle_ms: 30_000,
+            offset: 0,
+        };
+        let hs = ClientHandshake::start(&psk(), 500 + id, &hello);
+        net.deliver(
+            SocketAddr::from(([192, 0, 2, 1], 100 + id as u16)),
+            hs.initial(),
+        );
+    }
+    net.run_until(Time::ZERO + Dur::from_millis(300), |_| false);
+    // Copied datagrams raced from an attacker, a Join replayed from another, datagrams with
+    // unknown ids (resets), then a NAT rebinding of both paths.
+    let copies: Vec<Vec<u8>> = net.tapped.iter().map(|(_, _, d)| d.clone()).collect();
+    for d in copies.iter().take(50) {
+        net.inject(ATTACKER, d.clone(), Dur::ZERO);
+    }
+    for k in 0..50u8 {
+        let mut d = copies[copies.len() - 1].clone();
+        d[1..5].copy_from_slice(&[k, 1, 2, 3]);
+        net.inject(VICTIM, d, Dur::ZERO);
+    }
+    net.run_until(net.now + Dur::from_millis(500), |_| false);
+    for p in 0..2 {
+        net.nat[p] = client_addr(p, 41_000);
+    }
+    net.run_to_completion(Dur::from_secs(60));
+    let mut worst = 0.0f64;
+    for (addr, sent) in &net.sent_unproven {
+        let got = net.received_from.get(addr).copied().unwrap_or(0);
+        let ratio = *sent as f64 / got as f64;
+        eprintln!("  {addr}: {sent} bytes sent while unproven, {got} received: {ratio:.2}x");
+        worst = worst.max(ratio);
+    }
+    let mut kinds: Vec<_> = net.unproven_kinds.iter().collect();
+    kinds.sort_by_key(|(k, _)| **k as u8);
+    eprintln!("worst {worst:.2}x; bytes to unproven addresses by kind: {kinds:?}");
+    assert!(worst <= 3.0);
+    for kind in [
+        Kind::Response,
+        Kind::Cookie,
+        Kind::Reset,
+        Kind::JoinAck,
+        Kind::Challenge,
+    ] {
+        assert!(net.unproven_kinds.contains_key(&kind), "{kind:?} measured");
+    }
 }
