@@ -362,3 +362,20 @@ def test_a_restarted_server_ends_the_old_connection_at_once(tmp_path: Path) -> N
     assert "no longer knows this connection (it restarted?)" in err, err
     assert took < 2, took
     assert re.search(r'"resets": [1-9]', stats), stats
+
+
+def test_ctrl_c_keeps_the_part_and_says_so(tmp_path: Path) -> None:
+    port = _free_port()
+    server = _serve(port, "--size", "20GB")
+    save = tmp_path / "got.bin"
+    try:
+        client = _get_in_background(port, save)
+        client.send_signal(signal.SIGINT)
+        _, err = client.communicate(timeout=30)
+    finally:
+        _stop(server)
+    part = tmp_path / "got.bin.part"
+    assert client.returncode == 1, err
+    assert "error: interrupted" in err, err
+    assert f"kept {part.stat().st_size:,} bytes in {part}" in err, err
+    assert not save.exists()

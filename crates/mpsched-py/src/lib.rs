@@ -531,9 +531,22 @@ fn udp_get<'py>(
                                 client.total(),
                                 client.bytes_received.clone(),
                             );
-                            if let Err(e) = cb.call1(py, args) {
-                                *failure.lock().expect("one thread") = Some(e);
-                                stop.store(true, Ordering::Relaxed);
+                            match cb.call1(py, args) {
+                                Ok(_) => {}
+                                // Ctrl-C while the callback ran: an interruption, whose
+                                // partial file is kept and reported, not a failure.
+                                Err(e)
+                                    if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(
+                                        py,
+                                    ) =>
+                                {
+                                    interrupted.store(true, Ordering::Relaxed);
+                                    stop.store(true, Ordering::Relaxed);
+                                }
+                                Err(e) => {
+                                    *failure.lock().expect("one thread") = Some(e);
+                                    stop.store(true, Ordering::Relaxed);
+                                }
                             }
                         }
                         if py.check_signals().is_err() {
