@@ -7,6 +7,7 @@
 
 use crate::admit::unix_now_ns;
 use crate::convert::{ack_frame, data_packet, from_us, us, DataContext};
+use crate::halves::Halves;
 use crate::session::{is_reset, ClientHandshake, Hello, OpenError, Psk, Session};
 use crate::wire::{Frame, Header, Kind, Part, SubflowStats, MAX_DATAGRAM};
 use mpsched_core::conn::{Receiver, ReceiverConfig, Stack};
@@ -30,12 +31,6 @@ pub const HANDSHAKE_GIVE_UP: Dur = Dur::from_secs(10);
 /// something from the new address (the server only learns of the move then).
 pub const KEEPALIVE_MIN: Dur = Dur::from_millis(100);
 pub const KEEPALIVE: Dur = Dur::from_secs(1);
-
-/// Halves of split segments held at most (a window's worth at 6 MB, twice): beyond, the
-/// ones whose partner was lost are forgotten (the core sends the segment again).
-pub const MAX_HALVES: usize = 8192;
-
-type Halves = (Option<Vec<u8>>, Option<Vec<u8>>, usize);
 
 #[derive(Clone, Debug)]
 pub struct ClientConfig {
@@ -150,9 +145,8 @@ pub struct Client {
     receiver: Option<Receiver>,
     /// Payload of segments above the in-order point, by data sequence number.
     held: HashMap<u64, Vec<u8>>,
-    /// Halves of split segments by (subflow, seq): the first's bytes, the second's, and the
-    /// bytes of the datagrams that brought them.
-    halves: HashMap<(u8, u32), Halves>,
+    /// Halves of segments split over two datagrams, until their partners come.
+    halves: Halves,
     /// Every segment below this has been handed to the application.
     delivered: u64,
     total: Option<u64>,
@@ -192,7 +186,7 @@ impl Client {
             paths: vec![PathState::default(); n],
             receiver: None,
             held: HashMap::new(),
-            halves: HashMap::new(),
+            halves: Halves::default(),
             delivered: 0,
             total: None,
             ready: VecDeque::new(),
@@ -407,27 +401,10 @@ impl Client {
                 ..
             } => {
                 // Half a segment: kept until the other half is in.
-                let key = (subflow, seq);
-                if !self.halves.contains_key(&key) && self.halves.len() >= MAX_HALVES {
-                    // Full of halves whose partners were lost: the core sends them again.
-                    self.halves.clear();
-                }
-                let h = self.halves.entry(key).or_default();
-                let slot = if part == Part::First {
-                    &mut h.0
-                } else {
-                    &mut h.1
-                };
-                if slot.is_none() {
-                    *slot = Some(payload.to_vec());
-                    h.2 += datagram.len();
-                }
-                if let (Some(a), Some(b)) = (&h.0, &h.1) {
-                    let mut whole = Vec::with_capacity(a.len() + b.len());
-                    whole.extend_from_slice(a);
-                    whole.extend_from_slice(b);
-                    let wire_len = h.2;
-                    self.halves.remove(&key);
+                if let Some((whole, wire_len)) =
+                    self.halves
+                        .add((subflow, seq), part, payload, datagram.len())
+                {
                     let Frame::Data {
                         subflow,
                         gen,

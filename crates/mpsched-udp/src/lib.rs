@@ -15,6 +15,8 @@ mod batch;
 pub mod client;
 pub mod convert;
 pub mod driver;
+pub mod halves;
+mod path;
 pub mod random;
 pub mod replay;
 pub mod secret;

@@ -11,6 +11,10 @@
 use crate::admit::{unix_now_ns, CookieJar, Refusal, ReplayCache};
 use crate::amplify::Budget;
 use crate::convert::{ack_packet, data_frame, AckContext};
+use crate::path::{
+    self, base_datagram, hold_time, Path, Validation, CHALLENGE_RETRY, CHALLENGE_TRIES,
+    HOLD_DATAGRAMS,
+};
 use crate::session::{
     cookie_reply, initial_mac1_ok, initial_mac2_ok, reset_datagram, respond, OpenError, Psk,
     Session, INITIAL_LEN, MAC_LEN, RESET_LEN,
@@ -18,8 +22,8 @@ use crate::session::{
 use crate::source::{Offset, Source};
 use crate::timing::{DecisionCost, Timed};
 use crate::wire::{
-    Frame, Header, Kind, Part, SubflowStats, DATA_FIELDS, HEADER_LEN, IPV6_DATAGRAM, MAX_DATAGRAM,
-    MAX_STATS, TAG_LEN,
+    Frame, Header, Kind, Part, SubflowStats, DATA_FIELDS, HEADER_LEN, MAX_DATAGRAM, MAX_STATS,
+    TAG_LEN,
 };
 use mpsched_core::cc::CcKind;
 use mpsched_core::conn::sender::SubflowConfig;
@@ -46,18 +50,6 @@ pub const IDLE_TIMEOUT: Dur = Dur::from_secs(30);
 pub const HANDSHAKE_TIMEOUT: Dur = Dur::from_secs(10);
 /// Half-open connections from one IP address at once.
 pub const HALF_OPEN_PER_SOURCE: usize = 4;
-/// A challenge toward a new address is sent again after this, at most `CHALLENGE_TRIES`
-/// times in all.
-pub const CHALLENGE_RETRY: Dur = Dur::from_secs(1);
-pub const CHALLENGE_TRIES: u32 = 3;
-/// While a path's new address is being checked, its datagrams wait (rather than go to an
-/// address the client has likely left, lost with the retransmissions that would follow):
-/// at most twice the path's smoothed RTT, within these bounds, and this many datagrams;
-/// then they go to the proven address.
-pub const HOLD_MIN: Dur = Dur::from_millis(50);
-pub const HOLD_MAX: Dur = Dur::from_secs(1);
-pub const HOLD_DATAGRAMS: usize = 4096;
-
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
     pub scheduler: String,
@@ -133,51 +125,6 @@ pub struct Answers {
     pub resets: u64,
     /// Paths that moved to a new address, once it proved itself.
     pub migrations: u64,
-}
-
-/// A challenge out, and what may be sent to its address meanwhile.
-struct Validation {
-    addr: SocketAddr,
-    data: u64,
-    sent: Time,
-    tries: u32,
-    budget: Budget,
-}
-
-struct Path {
-    /// Where data goes.
-    addr: SocketAddr,
-    /// What `addr` may get before it proved itself.
-    budget: Budget,
-    /// A challenge out: to `addr` (the Join's) or to a new address (a move).
-    pending: Option<Validation>,
-    established: bool,
-    /// Datagrams held while a move is checked, until when.
-    held: VecDeque<Vec<u8>>,
-    hold_until: Option<Time>,
-    /// The largest datagram the path takes (RFC 8899's PLPMTU): `MAX_DATAGRAM` over IPv4,
-    /// `IPV6_DATAGRAM` over IPv6 until a probe of `MAX_DATAGRAM` bytes came back.
-    max_datagram: usize,
-    /// A padded challenge of `MAX_DATAGRAM` bytes out: its data, when, how many so far.
-    probe: Option<(u64, Time, u32)>,
-}
-
-/// The largest datagram toward `addr` before any probe.
-fn base_datagram(addr: SocketAddr) -> usize {
-    match addr {
-        SocketAddr::V6(a) if a.ip().to_ipv4_mapped().is_none() => IPV6_DATAGRAM,
-        _ => MAX_DATAGRAM,
-    }
-}
-
-impl Path {
-    /// Sends what was held to `addr` (the new one if it proved itself, else the old one).
-    fn release(&mut self, out: &mut VecDeque<(SocketAddr, Vec<u8>)>) {
-        self.hold_until = None;
-        for d in self.held.drain(..) {
-            out.push_back((self.addr, d));
-        }
-    }
 }
 
 struct Conn {
@@ -429,7 +376,7 @@ impl Server {
             path.budget.on_received(len);
         } else {
             let hold = hold_time(&conn.sender, i);
-            Self::on_moved(
+            path::on_moved(
                 &mut conn.session,
                 path,
                 &mut self.out,
@@ -479,7 +426,7 @@ impl Server {
                     }
                 }
                 if path.max_datagram < MAX_DATAGRAM && path.probe.is_none() {
-                    Self::probe(&mut conn.session, path, &mut self.out, i, now, 1);
+                    path::probe(&mut conn.session, path, &mut self.out, i, now, 1);
                 }
             }
             Frame::Challenge { data, .. } => {
@@ -591,7 +538,7 @@ impl Server {
             Some(p) => {
                 // An established path: a Join from elsewhere is at most a move to check.
                 let hold = hold_time(&conn.sender, i);
-                Self::on_moved(
+                path::on_moved(
                     &mut conn.session,
                     p,
                     out,
@@ -622,87 +569,6 @@ impl Server {
         conn.session.seal(i, &answer, &mut d);
         if p.budget.try_send(d.len()) {
             out.push_back((p.addr, d));
-        } else {
-            drops.amplification += 1;
-        }
-    }
-
-    /// An authenticated datagram on path `i` from an address other than the path's: if it is
-    /// the newest yet, the new address gets a challenge (within three times what came from
-    /// it); data stays on the proven address until the answer.
-    #[allow(clippy::too_many_arguments)]
-    fn on_moved(
-        session: &mut Session,
-        path: &mut Path,
-        out: &mut VecDeque<(SocketAddr, Vec<u8>)>,
-        drops: &mut Drops,
-        (i, hold): (usize, Dur),
-        from: SocketAddr,
-        len: usize,
-        highest: bool,
-        now: Time,
-    ) {
-        if let Some(v) = path.pending.as_mut().filter(|v| v.addr == from) {
-            v.budget.on_received(len);
-            return;
-        }
-        if !highest || !path.established {
-            return;
-        }
-        let mut v = Validation {
-            addr: from,
-            data: crate::random::u64(),
-            sent: now,
-            tries: 1,
-            budget: Budget::default(),
-        };
-        v.budget.on_received(len);
-        Self::challenge(session, &mut v, out, drops, i);
-        path.pending = Some(v);
-        path.release(out);
-        path.hold_until = Some(now + hold);
-    }
-
-    /// A challenge padded to `MAX_DATAGRAM` bytes (RFC 8899's probe; the don't-fragment bit
-    /// is set on the socket): its proof raises the path's datagram size.
-    fn probe(
-        session: &mut Session,
-        path: &mut Path,
-        out: &mut VecDeque<(SocketAddr, Vec<u8>)>,
-        i: usize,
-        now: Time,
-        tries: u32,
-    ) {
-        let data = crate::random::u64();
-        let pad = MAX_DATAGRAM - (HEADER_LEN + 1 + 1 + 8 + TAG_LEN);
-        let mut d = Vec::with_capacity(MAX_DATAGRAM);
-        let frame = Frame::Challenge {
-            subflow: i as u8,
-            data,
-            pad: pad as u16,
-        };
-        session.seal(i, &frame, &mut d);
-        debug_assert_eq!(d.len(), MAX_DATAGRAM);
-        path.probe = Some((data, now, tries));
-        out.push_back((path.addr, d));
-    }
-
-    fn challenge(
-        session: &mut Session,
-        v: &mut Validation,
-        out: &mut VecDeque<(SocketAddr, Vec<u8>)>,
-        drops: &mut Drops,
-        i: usize,
-    ) {
-        let mut d = Vec::with_capacity(48);
-        let frame = Frame::Challenge {
-            subflow: i as u8,
-            data: v.data,
-            pad: 0,
-        };
-        session.seal(i, &frame, &mut d);
-        if v.budget.try_send(d.len()) {
-            out.push_back((v.addr, d));
         } else {
             drops.amplification += 1;
         }
@@ -949,7 +815,7 @@ impl Server {
                             // Full-size datagrams do not cross: split segments it is.
                             path.probe = None;
                         } else {
-                            Self::probe(&mut conn.session, path, &mut self.out, i, now, tries + 1);
+                            path::probe(&mut conn.session, path, &mut self.out, i, now, tries + 1);
                         }
                     }
                 }
@@ -966,7 +832,7 @@ impl Server {
                 }
                 v.tries += 1;
                 v.sent = now;
-                Self::challenge(&mut conn.session, v, &mut self.out, &mut self.drops, i);
+                path::challenge(&mut conn.session, v, &mut self.out, &mut self.drops, i);
             }
             if conn.sender.poll_timeout().is_some_and(|t| t <= now) {
                 conn.sender.handle_timeout(now);
@@ -979,12 +845,6 @@ impl Server {
     pub fn sender(&self, id: u32) -> Option<&Sender> {
         self.conns.get(&id).map(|c| &c.sender)
     }
-}
-
-/// How long subflow `i`'s datagrams may wait for a move to be checked.
-fn hold_time(sender: &Sender, i: usize) -> Dur {
-    let srtt = sender.subflows()[i].rtt().srtt().unwrap_or(HOLD_MIN);
-    Dur(srtt.0.saturating_mul(2)).clamp(HOLD_MIN, HOLD_MAX)
 }
 
 /// The sender's counters per subflow that has sent anything.
