@@ -99,9 +99,14 @@ pub(crate) fn on_moved(
     };
     v.budget.on_received(len);
     challenge(session, &mut v, out, drops, i);
+    // Datagrams wait only for the first candidate: one who races copies from ever new
+    // addresses replaces the challenge each time, but cannot keep the path waiting.
+    let first = path.pending.is_none();
     path.pending = Some(v);
     path.release(out);
-    path.hold_until = Some(now + hold);
+    if first {
+        path.hold_until = Some(now + hold);
+    }
 }
 
 /// A challenge padded to `MAX_DATAGRAM` bytes (RFC 8899's probe; the don't-fragment bit

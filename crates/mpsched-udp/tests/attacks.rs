@@ -766,3 +766,38 @@ fn amplification_toward_unproven_addresses_stays_within_3x_over_every_kind() {
         assert!(net.unproven_kinds.contains_key(&kind), "{kind:?} measured");
     }
 }
+
+#[test]
+fn copies_raced_from_ever_new_addresses_cannot_stall_the_path() {
+    // For 2 s a datagram of the client every 300 ms is copied and raced to the server from a
+    // new port each time: each copy starts a move (a challenge nobody answers), but only
+    // the first makes the path's data wait (for two round trips), not each one.
+    let delivered_in = |attack: bool| {
+        let mut net = default_net(200_000_000, 1);
+        net.run_until(Time::ZERO + Dur::from_secs(1), |_| false);
+        let start = net.client.delivered_bytes();
+        let end = net.now + Dur::from_secs(2);
+        let mut next = net.tapped.len();
+        let mut port = 1000u16;
+        let mut last = Time::ZERO;
+        while net.now < end {
+            let step = net.now + Dur::from_millis(1);
+            net.run_until(step, |_| false);
+            while next < net.tapped.len() {
+                let due = net.tapped[next].0 >= last + Dur::from_millis(300);
+                if attack && due {
+                    last = net.tapped[next].0;
+                    let d = net.tapped[next].2.clone();
+                    port = port.wrapping_add(1).max(1000);
+                    let from = SocketAddr::new(ATTACKER.ip(), port);
+                    net.inject(from, d, Dur::from_millis(1));
+                }
+                next += 1;
+            }
+        }
+        net.client.delivered_bytes() - start
+    };
+    let (calm, attacked) = (delivered_in(false), delivered_in(true));
+    eprintln!("2 s: {calm} bytes delivered, {attacked} with copies raced from new addresses");
+    assert!(attacked as f64 >= 0.8 * calm as f64, "{attacked} vs {calm}");
+}
