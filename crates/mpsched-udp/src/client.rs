@@ -82,6 +82,9 @@ pub enum Failure {
     Reset,
     /// Too many forged datagrams for the keys to be trusted (`session::FAILED_OPEN_LIMIT`).
     KeysSpent,
+    /// The server's stream (this many bytes) is shorter than the offset asked for: the part
+    /// being resumed is not of this stream.
+    ResumedPastEnd(u64),
 }
 
 impl Failure {
@@ -99,6 +102,10 @@ impl Failure {
             Failure::Reset => {
                 format!("the server at {server} no longer knows this connection (it restarted?)")
             }
+            Failure::ResumedPastEnd(n) => format!(
+                "the server at {server} serves {n} bytes, fewer than the part being resumed \
+                 holds: is it the same file?"
+            ),
             Failure::KeysSpent => format!(
                 "too many forged datagrams toward {server}: the connection's keys are spent"
             ),
@@ -341,8 +348,14 @@ impl Client {
             Frame::JoinAck {
                 size, challenge, ..
             } => {
+                if size != u64::MAX && size < self.cfg.offset {
+                    // The part being resumed is longer than what is served: another file.
+                    self.state = State::Failed(Failure::ResumedPastEnd(size));
+                    return;
+                }
                 if self.receiver.is_none() {
-                    self.total = (size != u64::MAX).then_some(size);
+                    // The stream from the offset on.
+                    self.total = (size != u64::MAX).then(|| size - self.cfg.offset);
                     self.receiver = Some(Receiver::new(ReceiverConfig {
                         mptcp: true,
                         rcvbuf: Bytes(self.cfg.rcvbuf),

@@ -130,7 +130,10 @@ pub struct Answers {
 struct Conn {
     session: Session,
     sender: Sender,
+    /// The stream from the offset the client asked for.
     source: Arc<dyn Source + Sync>,
+    /// The whole stream's length (the client checks its resumed part against it).
+    whole_len: Option<u64>,
     response: Vec<u8>,
     /// The Initial's mac1: a copy of it is the lost-Response case.
     mac1: [u8; MAC_LEN],
@@ -562,7 +565,7 @@ impl Server {
             subflow: i as u8,
             gen: 0,
             ts_ecr: ts_val,
-            size: conn.source.len().unwrap_or(u64::MAX),
+            size: conn.whole_len.unwrap_or(u64::MAX),
             challenge,
         };
         let mut d = Vec::with_capacity(64);
@@ -657,6 +660,7 @@ impl Server {
                 session: accepted.session,
                 sender,
                 source,
+                whole_len: self.source.len(),
                 response: accepted.response,
                 mac1,
                 origin: from,

@@ -245,8 +245,8 @@ pub enum Frame<'a> {
         ts_val: u32,
     },
     /// The server's answer to a Join: a random challenge, which the client's Proof on the
-    /// path must carry back from the same address, and the stream's length (`u64::MAX`:
-    /// endless).
+    /// path must carry back from the same address, and the whole stream's length, from its
+    /// first byte whatever offset was asked for (`u64::MAX`: endless).
     JoinAck {
         subflow: u8,
         gen: u8,

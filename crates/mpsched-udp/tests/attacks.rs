@@ -801,3 +801,22 @@ fn copies_raced_from_ever_new_addresses_cannot_stall_the_path() {
     eprintln!("2 s: {calm} bytes delivered, {attacked} with copies raced from new addresses");
     assert!(attacked as f64 >= 0.8 * calm as f64, "{attacked} vs {calm}");
 }
+
+#[test]
+fn resuming_a_part_longer_than_the_stream_stops_with_the_reason() {
+    let cfg = ClientConfig {
+        offset: 5_000_000,
+        ..ClientConfig::default()
+    };
+    let mut net = Net::new(3_000_000, 1, cfg, ServerConfig::default());
+    net.run_until(Time::ZERO + Dur::from_secs(5), |n| {
+        n.client.failed().is_some()
+    });
+    assert_eq!(
+        net.client.failed(),
+        Some(Failure::ResumedPastEnd(3_000_000))
+    );
+    assert!(Failure::ResumedPastEnd(3_000_000)
+        .message("192.0.2.1:4433")
+        .contains("is it the same file?"));
+}
