@@ -1,4 +1,5 @@
-"""`mpsched serve` and `mpsched get`: the real transport over UDP on this machine's loopback."""
+"""`mpsched serve` and `mpsched get`: the real transport over UDP on this machine's loopback,
+and the ways a download ends short (killed, restarted or wrong server, Ctrl-C, --duration)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import hashlib
 import json
 import os
 import re
+import select
 import signal
 import socket
 import subprocess
@@ -15,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-SECRET = "a shared secret of at least thirty-two bytes"
+SECRET = "cmHYWoAxRSHq1/LDZvbbapUM61xl+Zp1EGiHoVLrm5s="  # `mpsched keygen`
 MPSCHED = [sys.executable, "-m", "mpsched"]
 
 
@@ -41,16 +43,30 @@ def _env() -> dict[str, str]:
     return {**os.environ, "MPSCHED_SECRET": SECRET}
 
 
-def _serve(port: int, *args: str) -> subprocess.Popen[str]:
-    """`mpsched serve ARGS` on 127.0.0.1:port, given half a second to bind."""
+def _serve(port: int, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """`mpsched serve ARGS` on 127.0.0.1:port, once it says it serves (it has bound)."""
     server = subprocess.Popen(
         [*MPSCHED, "serve", *args, "--bind", f"127.0.0.1:{port}"],
-        env=_env(),
+        env=env or _env(),
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(0.5)
+    line = _line(server, 30)
+    if not line.startswith("serving"):
+        server.kill()
+        _, err = server.communicate()
+        pytest.fail(f"mpsched serve did not start: {line}{err}")
     return server
+
+
+def _line(proc: subprocess.Popen[str], timeout: float) -> str:
+    """The next line of a process's stderr, waited for until ``timeout``."""
+    assert proc.stderr is not None
+    ready, _, _ = select.select([proc.stderr], [], [], timeout)
+    if not ready:
+        proc.kill()
+        pytest.fail(f"no line from {proc.args} within {timeout} s")
+    return proc.stderr.readline()
 
 
 def _get(port: int, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -149,7 +165,8 @@ def test_without_a_secret_the_commands_say_how_to_give_one() -> None:
         timeout=30,
         check=False,
     )
-    assert done.returncode == 2 and "at least 32" in done.stderr, done.stderr
+    assert done.returncode == 2 and "mpsched keygen" in done.stderr, done.stderr
+    assert "serving" not in done.stderr, "checked before it says it serves"
 
 
 def test_a_scheduler_written_in_python_serves_a_transfer_and_its_cost_is_reported() -> None:
@@ -198,6 +215,43 @@ def test_each_aead_suite_carries_a_transfer_and_get_names_it() -> None:
         _stop(server)
 
 
+def _cli(*args: str, env: dict[str, str] | None = None, timeout: float = 60):
+    return subprocess.run(
+        [*MPSCHED, *args],
+        env=env or _env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def test_keygen_makes_a_secret_both_ends_accept_and_key_files_must_be_private(
+    tmp_path: Path,
+) -> None:
+    done = _cli("keygen")
+    assert done.returncode == 0, done.stderr
+    key = done.stdout.strip()
+    assert len(key) == 44 and key != _cli("keygen").stdout.strip()
+    key_file = tmp_path / "key"
+    key_file.write_text(key + "\n")
+    key_file.chmod(0o644)
+    port = _free_port()
+    refused = _cli("serve", "--bind", f"127.0.0.1:{port}", "--key-file", str(key_file))
+    assert refused.returncode == 2
+    assert "permissions 0644 are too open" in refused.stderr and "chmod 600" in refused.stderr
+    assert "serving" not in refused.stderr
+    key_file.chmod(0o600)
+    env = {k: v for k, v in os.environ.items() if k != "MPSCHED_SECRET"}
+    server = _serve(port, "--size", "3MB", "--key-file", str(key_file), env=env)
+    try:
+        got = _cli("get", f"127.0.0.1:{port}", "--key-file", str(key_file), "--json", env=env)
+        assert got.returncode == 0, got.stderr
+        assert json.loads(got.stdout)["complete"]
+    finally:
+        _stop(server)
+
+
 def test_serve_stops_on_sigterm_where_sigint_is_ignored() -> None:
     """A shell without job control starts its background jobs with SIGINT ignored; they keep
     it so. `mpsched serve` stops on SIGTERM all the same, and reports."""
@@ -209,7 +263,7 @@ def test_serve_stops_on_sigterm_where_sigint_is_ignored() -> None:
         text=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),  # noqa: PLW1509
     )
-    time.sleep(1.0)
+    assert _line(server, 30).startswith("serving")
     server.send_signal(signal.SIGTERM)
     try:
         _, err = server.communicate(timeout=10)
@@ -236,3 +290,147 @@ def test_the_transport_bench_interleaves_rounds_and_counts_both_ends_cpu() -> No
         assert 0 < lo <= row["cpu_s_per_gb"] <= hi, row
     assert rows["mpsched, 1 path"]["aead"] in ("aes-128-gcm", "chacha20-poly1305")
     assert len(report["load_before"]) == 3
+
+
+def test_serve_checks_its_address_before_it_says_it_serves() -> None:
+    done = _cli("serve", "--bind", "192.0.2.77:4433", "--size", "1MB")
+    assert done.returncode == 2 and "serving" not in done.stderr
+    assert "192.0.2.77:4433" in done.stderr and "ip addr" in done.stderr, done.stderr
+    done = _cli("serve", "--bind", "127.0.0.1", "--size", "1MB")
+    assert done.returncode == 2 and "has no port" in done.stderr, done.stderr
+
+
+def test_get_names_the_address_that_fails_and_the_fix() -> None:
+    # A local address this machine does not have (Cannot assign requested address).
+    done = _cli("get", "127.0.0.1:9", "--path", "192.0.2.55")
+    assert done.returncode == 2
+    assert "path 192.0.2.55:0" in done.stderr and "ip addr" in done.stderr, done.stderr
+    done = _cli("get", "127.0.0.1")
+    assert done.returncode == 2
+    assert "'127.0.0.1' has no port" in done.stderr and "127.0.0.1:4433" in done.stderr
+    done = _cli("get", "127.0.0.1:9", "--path", "127.0.0.1", "--path", "127.0.0.1")
+    assert done.returncode == 2 and "--path: 127.0.0.1 given twice" in done.stderr
+    done = _cli("get", "127.0.0.1:9", "--resume")
+    assert done.returncode == 2 and "--save" in done.stderr
+
+
+def test_a_wrong_secret_ends_get_within_11_s_with_the_reason(tmp_path: Path) -> None:
+    port = _free_port()
+    server = _serve(port, "--size", "1MB")
+    try:
+        other = _cli("keygen").stdout.strip()
+        start = time.monotonic()
+        save = tmp_path / "got.bin"
+        done = _cli(
+            "get", f"127.0.0.1:{port}", "--save", str(save), env={**_env(), "MPSCHED_SECRET": other}
+        )
+        took = time.monotonic() - start
+    finally:
+        err = _stop(server)
+    assert done.returncode == 1, done.stderr
+    assert took < 11 + 2, took  # 10 s, plus the interpreter's start
+    assert (
+        f"no authenticated answer from 127.0.0.1:{port}: is the server running, and is the "
+        "secret the same?" in done.stderr
+    ), done.stderr
+    assert not save.exists(), "no file under the final name"
+    assert '"unauthenticated": 4' in err, err
+
+
+def _get_in_background(port: int, save: Path, *args: str) -> subprocess.Popen[str]:
+    """`mpsched get --save SAVE ARGS`, once its SAVE.part holds a megabyte."""
+    client = subprocess.Popen(
+        [*MPSCHED, "get", f"127.0.0.1:{port}", "--save", str(save), *args],
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    part = save.with_name(save.name + ".part")
+    deadline = time.monotonic() + 30
+    while not (part.exists() and part.stat().st_size > 1_000_000):
+        assert time.monotonic() < deadline and client.poll() is None, "no bytes arrived"
+        time.sleep(0.01)
+    return client
+
+
+def test_a_killed_server_ends_get_within_its_idle_timeout_keeping_the_part(
+    tmp_path: Path,
+) -> None:
+    port = _free_port()
+    server = _serve(port, "--size", "20GB")
+    save = tmp_path / "got.bin"
+    client = _get_in_background(port, save, "--idle-timeout", "3s")
+    server.kill()
+    killed = time.monotonic()
+    server.communicate()
+    _, err = client.communicate(timeout=30)
+    took = time.monotonic() - killed
+    assert client.returncode == 1, err
+    assert took < 3 + 1, took
+    assert f"error: the server at 127.0.0.1:{port} stopped answering" in err, err
+    part = tmp_path / "got.bin.part"
+    kept = part.stat().st_size
+    assert f"kept {kept:,} bytes in {part}" in err and "--resume" in err, err
+    assert not save.exists()
+
+
+def test_a_download_cut_short_keeps_its_part_and_resume_completes_it(tmp_path: Path) -> None:
+    port = _free_port()
+    server = _serve(port, "--size", "150MB")
+    save = tmp_path / "got.bin"
+    part = tmp_path / "got.bin.part"
+    try:
+        whole = json.loads(_cli("get", f"127.0.0.1:{port}", "--json").stdout)
+        assert whole["complete"]
+        cut = _cli("get", f"127.0.0.1:{port}", "--save", str(save), "--duration", "0.2s")
+        assert cut.returncode == 1, cut.stderr
+        kept = part.stat().st_size
+        assert 0 < kept < 150_000_000 and not save.exists()
+        assert "error: incomplete:" in cut.stderr, cut.stderr
+        assert f"kept {kept:,} bytes in {part}" in cut.stderr, cut.stderr
+        done = _cli("get", f"127.0.0.1:{port}", "--save", str(save), "--resume", "--json")
+    finally:
+        _stop(server)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["offset"] == kept and summary["bytes"] == 150_000_000 - kept
+    assert summary["complete"] and summary["sha256"] == whole["sha256"]
+    assert not part.exists() and save.stat().st_size == 150_000_000
+    with save.open("rb") as f:
+        assert hashlib.file_digest(f, "sha256").hexdigest() == whole["sha256"]
+
+
+def test_a_restarted_server_ends_the_old_connection_at_once(tmp_path: Path) -> None:
+    port = _free_port()
+    server = _serve(port, "--size", "20GB")
+    client = _get_in_background(port, tmp_path / "got.bin")
+    _stop(server)
+    server = _serve(port, "--size", "20GB")
+    restarted = time.monotonic()
+    try:
+        _, err = client.communicate(timeout=30)
+    finally:
+        stats = _stop(server)
+    took = time.monotonic() - restarted
+    assert client.returncode == 1, err
+    assert "no longer knows this connection (it restarted?)" in err, err
+    assert took < 2, took
+    assert re.search(r'"resets": [1-9]', stats), stats
+
+
+def test_ctrl_c_keeps_the_part_and_says_so(tmp_path: Path) -> None:
+    port = _free_port()
+    server = _serve(port, "--size", "20GB")
+    save = tmp_path / "got.bin"
+    try:
+        client = _get_in_background(port, save)
+        client.send_signal(signal.SIGINT)
+        _, err = client.communicate(timeout=30)
+    finally:
+        _stop(server)
+    part = tmp_path / "got.bin.part"
+    assert client.returncode == 1, err
+    assert "error: interrupted" in err, err
+    assert f"kept {part.stat().st_size:,} bytes in {part}" in err, err
+    assert not save.exists()

@@ -25,7 +25,9 @@ __all__ = [
     "emulator_main",
     "run",
     "schedulers",
+    "udp_check_secret",
     "udp_get",
+    "udp_keygen",
     "udp_serve",
 ]
 
@@ -81,11 +83,14 @@ def udp_serve(
     sndbuf: int = ...,
     scheduler_object: object | None = None,
     aead: str | None = None,
+    idle_timeout_s: float = 30.0,
+    ready: Callable[[str], object] | None = None,
 ) -> str:
-    """Serve until Ctrl-C (the real transport over UDP); as JSON, the datagrams dropped and
-    the scheduler's decisions with their mean cost in microseconds. ``scheduler_object``: a
-    scheduler written in Python (its ``next(ctx)``), one per connection, instead of
-    ``scheduler``."""
+    """Serve until Ctrl-C (the real transport over UDP); as JSON, the datagrams dropped, the
+    answers sent without a connection (cookies, resets) and path moves, and the scheduler's
+    decisions with their mean cost in microseconds. ``scheduler_object``: a scheduler written
+    in Python (its ``next(ctx)``), one per connection, instead of ``scheduler``.
+    ``ready(address)``: once the secret, the source and the address are checked and bound."""
 
 def udp_get(
     server: str,
@@ -98,9 +103,20 @@ def udp_get(
     trace: bool = False,
     aead: str | None = None,
     ack_every: int | None = None,
+    resume: bool = False,
+    idle_timeout_s: float = 30.0,
 ) -> tuple[str, dict[str, dict[str, tuple[str, bytes]]] | None]:
     """Download from an ``mpsched serve``; the summary as JSON and, with ``trace``, the
-    client's trace tables (``segments`` and ``connection``, the columns a receiver sees)."""
+    client's trace tables (``segments`` and ``connection``, the columns a receiver sees).
+    ``out`` is written as ``OUT.part`` and renamed once whole; ``resume`` continues
+    ``OUT.part``."""
+
+def udp_keygen() -> str:
+    """A new secret: 32 random bytes in base64."""
+
+def udp_check_secret(secret: bytes, key_file: str | None = None) -> None:
+    """Raises ValueError (one line) unless ``secret`` is 32 random bytes in base64 or hex and
+    ``key_file``, if given, is readable by its owner only."""
 
 def bench_event_queue(events: int = 5_000_000, pending: int = 1024) -> float:
     """Million push/pop pairs per second of a bare binary-heap event loop."""

@@ -6,8 +6,10 @@ docs/wire.md) from Python, beside :func:`mpsched.run`.
 ...                       save="big.iso", out="runs/big")  # doctest: +SKIP
 >>> summary["goodput_mbps"], summary["sha256"]  # doctest: +SKIP
 
-Both ends need the same pre-shared secret (at least 32 bytes): ``secret=``, else the
-environment variable ``MPSCHED_SECRET``.
+Both ends need the same pre-shared secret: 32 random bytes in base64 (or hex), as
+``mpsched keygen`` prints them: ``secret=``, a key file only its owner may read, or the
+environment variable ``MPSCHED_SECRET``. The secret is a group credential: whoever holds it can
+act as the server or as any client.
 """
 
 from __future__ import annotations
@@ -24,28 +26,37 @@ from .scheduler import is_reference
 from .scheduler import load as load_scheduler
 from .units import parse_duration, parse_size
 
-__all__ = ["SECRET_ENV", "get", "serve"]
+__all__ = ["SECRET_ENV", "get", "keygen", "serve"]
 
 SECRET_ENV = "MPSCHED_SECRET"  # noqa: S105 (the variable's name, not a secret)
 
 Progress = Callable[[int, "int | None", list[int]], object]
 
 
+def keygen() -> str:
+    """A new secret: 32 random bytes in base64 (``mpsched keygen``)."""
+    return str(_native.udp_keygen())
+
+
 def secret_from(key_file: str | Path | None = None) -> bytes:
-    """The pre-shared secret: the key file's bytes, else $MPSCHED_SECRET."""
+    """The pre-shared secret, checked: the key file's content (a file group or others may
+    read is refused, as ssh refuses such keys), else $MPSCHED_SECRET."""
     if key_file is not None:
         try:
-            return Path(key_file).read_bytes().strip()
+            value = Path(key_file).read_bytes().strip()
         except OSError as exc:
             raise ScenarioError(f"--key-file: {exc}") from exc
-    value = os.environ.get(SECRET_ENV)
-    if not value:
+        _native_call(_native.udp_check_secret, value, str(key_file))
+        return value
+    env = os.environ.get(SECRET_ENV)
+    if not env:
         raise ScenarioError(
             f"no secret: give --key-file FILE (Python: secret=) or set {SECRET_ENV} (the same "
-            "on both ends, at "
-            "least 32 bytes, e.g. `head -c 32 /dev/urandom | base64`)"
+            "on both ends: 32 random bytes in base64, as `mpsched keygen` prints them)"
         )
-    return value.encode()
+    value = env.encode()
+    _native_call(_native.udp_check_secret, value)
+    return value
 
 
 def _quantity(field: str, parse: Callable[[object], int], value: str | int) -> int:
@@ -66,7 +77,15 @@ def _native_call(fn: Callable[..., Any], *args: Any) -> Any:
 def _secret(secret: bytes | str | None) -> bytes:
     if secret is None:
         return secret_from()
-    return secret.encode() if isinstance(secret, str) else secret
+    value = secret.encode() if isinstance(secret, str) else secret
+    _native_call(_native.udp_check_secret, value)
+    return value
+
+
+def _seconds(field: str, value: str | float) -> float:
+    if isinstance(value, int | float):
+        return float(value)
+    return _quantity(field, parse_duration, value) / 1e9
 
 
 def get(
@@ -81,13 +100,20 @@ def get(
     progress: Progress | None = None,
     aead: str | None = None,
     ack_every: int | None = None,
+    resume: bool = False,
+    idle_timeout: str | float = 30.0,
 ) -> dict[str, Any]:
     """Download from an ``mpsched serve`` at ``server`` (host:port) over one path per local
     address in ``paths`` (one unbound path if empty); returns the summary (goodput, bytes per
     path with the server's counters, out-of-order delay, SHA-256, dropped datagrams, a 100-ms
     timeline).
 
-    ``save``: write the bytes there. ``out``: a run directory as ``mpsched run --out`` writes
+    ``save``: write the bytes to ``save``: to ``SAVE.part`` until the stream is whole, then
+    renamed; a download that stops short keeps ``SAVE.part`` (the summary's ``kept``) and
+    ``resume=True`` continues it (the server sends from its length on; the SHA-256 covers the
+    whole file). ``idle_timeout`` (seconds or e.g. ``"30s"``): the longest silence the
+    connection survives; the summary's ``error`` then says why it ended. ``out``: a run
+    directory as ``mpsched run --out`` writes
     it: ``summary.json`` and the trace tables the client sees (``segments`` and
     ``connection``; their sending columns are null, they are the server's). ``duration``:
     stop after it (an endless stream). ``progress(bytes, total, bytes per path)`` is called
@@ -96,7 +122,7 @@ def get(
     picks the fastest both ends run; the summary's ``aead`` names it). ``ack_every``: ACK
     every N in-order segments (QUIC's ACK_FREQUENCY) instead of Linux's every second one.
     """
-    locals_ = [p if ":" in p.rsplit("]", 1)[-1] else f"{p}:0" for p in paths] or ["0.0.0.0:0"]
+    locals_ = [_local(p) for p in paths] or ["0.0.0.0:0"]
     text, traces = _native_call(
         _native.udp_get,
         server,
@@ -109,11 +135,22 @@ def get(
         out is not None,
         aead,
         ack_every,
+        resume,
+        _seconds("idle_timeout", idle_timeout),
     )
     summary: dict[str, Any] = json.loads(text)
     if out is not None:
         _write_run(Path(out), summary, traces or {})
     return summary
+
+
+def _local(path: str) -> str:
+    """A path's local address with port 0 unless it has one (IPv6 in brackets, or bare)."""
+    if path.startswith("["):
+        return path if "]:" in path else f"{path}:0"
+    if path.count(":") > 1:
+        return f"[{path}]:0"
+    return path if ":" in path else f"{path}:0"
 
 
 def _write_run(out: Path, summary: Mapping[str, Any], traces: Mapping[str, Any]) -> None:
@@ -141,6 +178,8 @@ def serve(
     sndbuf: str | int = "6MiB",
     secret: bytes | str | None = None,
     aead: str | None = None,
+    idle_timeout: str | float = 30.0,
+    ready: Callable[[str], object] | None = None,
 ) -> dict[str, Any]:
     """Serve ``file`` (or ``size`` generated bytes; an endless stream if neither) to
     :func:`get` clients until Ctrl-C; returns the datagrams dropped by reason, the scheduler's
@@ -148,7 +187,9 @@ def serve(
 
     ``scheduler``: a registered name or one written in Python (``FILE.py:Class`` or
     ``module:Class``, run in this process, one instance per connection). ``aead``: take
-    only this suite (else the fastest both ends run).
+    only this suite (else the fastest both ends run). ``ready(address)`` is called once
+    everything is checked and the socket bound. ``idle_timeout``: a connection silent this
+    long is forgotten (the client may ask for less).
     """
     total = _quantity("size", parse_size, size) if size is not None else None
     if file is not None and total is not None:
@@ -168,5 +209,7 @@ def serve(
             _quantity("sndbuf", parse_size, sndbuf),
             instance,
             aead,
+            _seconds("idle_timeout", idle_timeout),
+            ready,
         )
     )

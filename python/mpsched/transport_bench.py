@@ -90,16 +90,6 @@ def _free_port(kind: int) -> int:
         return int(s.getsockname()[1])
 
 
-def _udp_bound(port: int) -> bool:
-    """Whether a UDP socket on this network namespace is bound to ``port``."""
-    want = f":{port:04X}"
-    try:
-        lines = Path("/proc/net/udp").read_text().splitlines()[1:]
-    except OSError:
-        return False
-    return any(line.split()[1].endswith(want) for line in lines if len(line.split()) > 1)
-
-
 def _cpu(rusage: Any) -> float:
     return float(rusage.ru_utime + rusage.ru_stime)
 
@@ -159,12 +149,13 @@ class _Proc:
         f.seek(0)
         return f.read().decode(errors="replace")
 
-    def first_line(self, timeout: float) -> str:
-        """The first line of its stdout once written (``""`` if none in time)."""
+    def first_line(self, timeout: float, which: str = "out") -> str:
+        """The first line of its stdout (or stderr) once written (``""`` if none in time)."""
+        f = self.out if which == "out" else self.err
         end = time.monotonic() + timeout
         while time.monotonic() < end:
-            self.out.seek(0)
-            line = self.out.readline()
+            f.seek(0)
+            line = f.readline()
             if line.endswith(b"\n"):
                 return line.decode(errors="replace").strip()
             if not self.running():
@@ -225,16 +216,8 @@ def _mpsched(
     mpsched = [*prefix, sys.executable, "-m", "mpsched"]
 
     def ready(p: _Proc) -> bool:
-        if netns:
-            # Another namespace's sockets are not in this one's /proc/net/udp.
-            time.sleep(1.0)
-            return p.running()
-        end = time.monotonic() + 30
-        while time.monotonic() < end and p.running():
-            if _udp_bound(port):
-                return True
-            time.sleep(0.02)
-        return False
+        # `serve` says it serves once the secret is checked and its socket bound.
+        return p.first_line(30, "err").startswith("serving")
 
     def parse(out: str) -> dict[str, Any]:
         got = json.loads(out)

@@ -35,7 +35,7 @@ fn main() {
         every: s.parse().unwrap(),
         max_delay: mpsched_udp::app::ACK_FREQUENCY_DELAY,
     });
-    let psk = Psk::from_secret(b"a bench secret of at least 32 bytes!!").unwrap();
+    let psk = Psk::from_secret(b"sDFdGpLJ/8K76fLvuQnBOiV0kYXEta3Ztp1MYxdme00=").unwrap();
     let source: Arc<dyn Source + Sync> = Arc::new(Pattern { len: Some(size) });
     let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
     let server_addr = socket.local_addr().unwrap();

@@ -16,6 +16,7 @@
 use blake2::{Blake2s256, Digest};
 use ring::aead::{self, Aad, LessSafeKey, Nonce, UnboundKey};
 use std::fmt;
+use zeroize::Zeroizing;
 
 /// An AEAD suite, as its byte on the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,7 +107,7 @@ impl Offer {
         self.0
     }
 
-    pub fn from_byte(b: u8) -> Offer {
+    pub const fn from_byte(b: u8) -> Offer {
         Offer(b)
     }
 
@@ -149,7 +150,7 @@ impl Key {
         h.update(label);
         h.update(epoch.to_be_bytes());
         h.update(secret);
-        let okm: [u8; 32] = h.finalize().into();
+        let okm: Zeroizing<[u8; 32]> = Zeroizing::new(h.finalize().into());
         let alg = suite.algorithm();
         let unbound = UnboundKey::new(alg, &okm[..alg.key_len()]).expect("the suite's key length");
         Key {
@@ -184,20 +185,20 @@ impl Key {
     }
 }
 
-/// One direction's keying: the suite, the split secret, the label, and how many packet
-/// numbers each key covers.
+/// One direction's keying: the suite, the split secret (wiped when dropped), the label, and
+/// how many packet numbers each key covers.
 pub struct Direction {
     suite: Suite,
-    secret: [u8; 32],
+    secret: Zeroizing<[u8; 32]>,
     label: &'static [u8],
     epoch_bits: u32,
 }
 
 impl Direction {
-    pub fn new(suite: Suite, secret: [u8; 32], label: &'static [u8]) -> Direction {
+    pub fn new(suite: Suite, secret: &[u8; 32], label: &'static [u8]) -> Direction {
         Direction {
             suite,
-            secret,
+            secret: Zeroizing::new(*secret),
             label,
             epoch_bits: suite.epoch_bits(),
         }
@@ -349,7 +350,7 @@ mod tests {
 
     #[test]
     fn keys_change_every_epoch_and_reordering_across_the_change_still_opens() {
-        let dir = || Direction::new(Suite::Aes128Gcm, [3u8; 32], b"client").with_epoch_bits(2);
+        let dir = || Direction::new(Suite::Aes128Gcm, &[3u8; 32], b"client").with_epoch_bits(2);
         let (mut sealer, mut opener) = (Sealer::new(dir()), Opener::new(dir()));
         let sealed: Vec<Vec<u8>> = (0..20u64)
             .map(|pn| {

@@ -379,8 +379,11 @@ impl SendBatch {
             if e.kind() == io::ErrorKind::Interrupted {
                 continue;
             }
-            if !is_loss(&e) {
-                let (start, count) = runs[sent];
+            let (start, count) = runs[sent];
+            // One datagram larger than the link (a size probe, with don't-fragment set) is
+            // lost as on the wire; a GSO run refused so goes again as datagrams.
+            let too_big = count == 1 && e.raw_os_error() == Some(libc::EMSGSIZE);
+            if !is_loss(&e) && !too_big {
                 return Err((e, (count > 1).then_some(first + start)));
             }
             // That message is lost; the next ones still go.

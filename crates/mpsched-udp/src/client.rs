@@ -1,26 +1,41 @@
 //! The client, sans-IO: it opens the connection on path 0 (the Noise handshake), then a
-//! subflow on every path (Join, JoinAck, and an ACK that echoes the JoinAck from the same
-//! address), and runs the core's `Receiver`: ACKs out, the stream's bytes in order.
+//! subflow on every path (Join, the server's JoinAck with a random challenge, and a Proof that
+//! carries it back from the same address), and runs the core's `Receiver`: ACKs out, the
+//! stream's bytes in order. It knows when to stop: no authenticated answer to the handshake
+//! within `HANDSHAKE_GIVE_UP`, nothing authenticated for the idle timeout, or the server's
+//! stateless reset; bad answers are counted and ignored, never fatal.
 
+use crate::admit::unix_now_ns;
 use crate::aead::{Offer, Suite};
 use crate::convert::{ack_frame, data_packet, from_us, us, DataContext};
+use crate::halves::Halves;
 use crate::pool::Pool;
 use crate::reassembly::Reassembly;
-use crate::session::{ClientHandshake, OpenError, Psk, Session};
-use crate::wire::{Frame, Header, Kind, SubflowStats, MAX_DATAGRAM};
+use crate::session::{is_reset, ClientHandshake, Hello, OpenError, Psk, Session};
+use crate::wire::{Frame, Header, Kind, Part, SubflowStats, MAX_DATAGRAM};
 use mpsched_core::conn::{Receiver, ReceiverConfig, Stack};
 use mpsched_core::jiffies::Jiffies;
-use mpsched_core::packet::{Ack, Packet, Payload, SackBlock, MAX_SACK_BLOCKS};
+use mpsched_core::packet::Payload;
 use mpsched_core::subflow::rx::AckPolicy;
 use mpsched_core::trace::DeliveryTrace;
 use mpsched_core::units::{wire, Bytes};
 use mpsched_core::{Dur, Time};
 use std::collections::VecDeque;
+use std::fmt;
 use std::io;
 
-/// The handshake's and the Joins' first retransmission timeout (Linux's SYN timeout), doubling.
+/// The handshake's and the Joins' first retransmission timeout (Linux's SYN timeout).
 pub const RETRY: Dur = Dur::from_secs(1);
 pub const RETRIES: u32 = 6;
+/// No authenticated answer to the Initial for this long: the server is not there, or does
+/// not hold the same secret (it answers nothing then, by design).
+pub const HANDSHAKE_GIVE_UP: Dur = Dur::from_secs(10);
+/// After a silence a challenge asks the server whether it is still there (its Proof is the
+/// answer), and again as long as the silence lasts: after four handshake round trips, within
+/// these bounds. Short, because a path whose NAT moved is silent until the client sends
+/// something from the new address (the server only learns of the move then).
+pub const KEEPALIVE_MIN: Dur = Dur::from_millis(100);
+pub const KEEPALIVE: Dur = Dur::from_secs(1);
 
 #[derive(Clone, Debug)]
 pub struct ClientConfig {
@@ -29,6 +44,10 @@ pub struct ClientConfig {
     pub stack: Stack,
     /// Record each data segment's arrival and delivery (`Client::take_delivery`).
     pub trace: bool,
+    /// The longest silence the connection survives (the server may ask for less).
+    pub idle_timeout: Dur,
+    /// The stream's first byte to ask for (a resumed download).
+    pub offset: u64,
     /// Offer only this AEAD suite (else every one, the server picks: `aead::pick`).
     pub aead: Option<Suite>,
     /// How often in-order segments are ACKed: Linux's (the default, which fidelity runs
@@ -43,6 +62,8 @@ impl Default for ClientConfig {
             rcvbuf: 6 << 20,
             stack: Stack::Upstream,
             trace: false,
+            idle_timeout: crate::server::IDLE_TIMEOUT,
+            offset: 0,
             aead: None,
             ack_policy: AckPolicy::LINUX,
         }
@@ -56,29 +77,96 @@ pub struct ClientDrops {
     pub replayed: u64,
 }
 
+impl ClientDrops {
+    pub fn total(&self) -> u64 {
+        self.malformed + self.unauthenticated + self.replayed
+    }
+}
+
+/// Why a connection ended before its stream did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// No authenticated answer to the handshake within `HANDSHAKE_GIVE_UP`.
+    NoAnswer,
+    /// Nothing authenticated for the idle timeout.
+    Silent(Dur),
+    /// The server's stateless reset: it no longer knows the connection.
+    Reset,
+    /// Too many forged datagrams for the keys to be trusted (`session::FAILED_OPEN_LIMIT`).
+    KeysSpent,
+    /// The server's stream (this many bytes) is shorter than the offset asked for: the part
+    /// being resumed is not of this stream.
+    ResumedPastEnd(u64),
+}
+
+impl Failure {
+    /// One line naming the server's address and what to check.
+    pub fn message(&self, server: impl fmt::Display) -> String {
+        match self {
+            Failure::NoAnswer => format!(
+                "no authenticated answer from {server}: is the server running, and is the \
+                 secret the same?"
+            ),
+            Failure::Silent(d) => format!(
+                "the server at {server} stopped answering (nothing authenticated for {:.0} s)",
+                d.as_secs_f64()
+            ),
+            Failure::Reset => {
+                format!("the server at {server} no longer knows this connection (it restarted?)")
+            }
+            Failure::ResumedPastEnd(n) => format!(
+                "the server at {server} serves {n} bytes, fewer than the part being resumed \
+                 holds: is it the same file?"
+            ),
+            Failure::KeysSpent => format!(
+                "too many forged datagrams toward {server}: the connection's keys are spent"
+            ),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, Default)]
 struct PathState {
+    /// A JoinAck came (the receiver knows the path).
     joined: bool,
+    /// Data came on it: the server opened the subflow (the Proof arrived).
+    confirmed: bool,
     next_try: Option<Time>,
     tries: u32,
+    /// The last authenticated datagram on this path, and when to ask again if it stays
+    /// silent (a keepalive per path: each path's NAT may move on its own).
+    last_heard: Time,
+    next_probe: Option<Time>,
+    probe_gap: Dur,
 }
 
 enum State {
-    Handshake(Box<ClientHandshake>, Vec<u8>),
+    Handshake(Box<ClientHandshake>),
     Open(Box<Session>),
-    Failed(String),
+    Failed(Failure),
 }
 
 pub struct Client {
     cfg: ClientConfig,
+    psk: Psk,
     state: State,
+    started: Time,
     next_try: Option<Time>,
     tries: u32,
+    /// The last authenticated datagram (or the start).
+    last_heard: Time,
+    idle: Dur,
+    /// The silence after which a path's keepalive goes (`KEEPALIVE_MIN` to `KEEPALIVE`).
+    keepalive: Dur,
+    /// When the Initial last left (the handshake's round trip is measured from it).
+    initial_sent: Time,
     paths: Vec<PathState>,
     receiver: Option<Receiver>,
     /// The stream's bytes from the datagrams until the application takes them (with the
     /// receiver).
     held: Option<Reassembly>,
+    /// Halves of segments split over two datagrams, until their partners come.
+    halves: Halves,
     /// Every segment below this is in order (the core's receiver said so).
     delivered: u64,
     total: Option<u64>,
@@ -97,16 +185,31 @@ pub struct Client {
 impl Client {
     pub fn new(psk: &Psk, conn_id: u32, cfg: ClientConfig, now: Time) -> Client {
         assert!((1..=crate::server::MAX_PATHS).contains(&cfg.paths));
-        let (hs, initial) = ClientHandshake::start(psk, conn_id, Offer::local(cfg.aead));
+        let hello = Hello {
+            unix_ns: unix_now_ns(),
+            idle_ms: (cfg.idle_timeout.0 / 1_000_000).clamp(1_000, u64::from(u32::MAX)) as u32,
+            offset: cfg.offset,
+            offer: Offer::local(cfg.aead),
+        };
+        let hs = ClientHandshake::start(psk, conn_id, &hello);
+        let initial = hs.initial().to_vec();
         let n = cfg.paths;
+        let idle = cfg.idle_timeout;
         let mut c = Client {
             cfg,
-            state: State::Handshake(Box::new(hs), initial.clone()),
+            psk: psk.clone(),
+            state: State::Handshake(Box::new(hs)),
+            started: now,
             next_try: Some(now + RETRY),
             tries: 0,
+            last_heard: now,
+            idle,
+            keepalive: KEEPALIVE,
+            initial_sent: now,
             paths: vec![PathState::default(); n],
             receiver: None,
             held: None,
+            halves: Halves::default(),
             delivered: 0,
             total: None,
             out: VecDeque::new(),
@@ -123,11 +226,16 @@ impl Client {
     }
 
     /// Why the connection failed, if it did.
-    pub fn failed(&self) -> Option<&str> {
+    pub fn failed(&self) -> Option<Failure> {
         match &self.state {
-            State::Failed(why) => Some(why),
+            State::Failed(why) => Some(*why),
             _ => None,
         }
+    }
+
+    /// The idle timeout both ends agreed on.
+    pub fn idle_timeout(&self) -> Dur {
+        self.idle
     }
 
     /// The whole stream has arrived (a stream of known length).
@@ -213,56 +321,90 @@ impl Client {
             self.drops.malformed += 1;
             return;
         };
-        if header.kind == Kind::Response {
-            if let State::Handshake(..) = self.state {
-                let State::Handshake(hs, _) =
-                    std::mem::replace(&mut self.state, State::Failed(String::new()))
-                else {
-                    unreachable!()
+        match header.kind {
+            Kind::Response => return self.on_response(now, datagram),
+            Kind::Cookie => {
+                let State::Handshake(hs) = &mut self.state else {
+                    self.drops.replayed += 1;
+                    return;
                 };
-                match hs.finish(datagram) {
-                    Ok(s) => {
-                        self.state = State::Open(Box::new(s));
-                        self.next_try = None;
-                        for i in 0..self.paths.len() {
-                            self.join(now, i);
-                        }
+                match hs.accept_cookie(&self.psk, datagram) {
+                    // The server is under load: the Initial again at once, with the cookie
+                    // that proves this address.
+                    Ok(()) => {
+                        self.out.push_back((0, hs.initial().to_vec()));
+                        self.initial_sent = now;
                     }
-                    Err(e) => {
-                        self.count(e);
-                        self.state = State::Failed(format!("handshake: {e}"));
-                    }
+                    Err(e) => self.count(e),
                 }
+                return;
             }
-            return;
+            Kind::Reset => {
+                let genuine = match &self.state {
+                    State::Open(s) => {
+                        s.path_of(header.conn_id).is_some()
+                            && is_reset(&self.psk, header.conn_id, datagram)
+                    }
+                    _ => false,
+                };
+                if genuine && !self.is_complete() && !self.closed {
+                    self.state = State::Failed(Failure::Reset);
+                } else if !genuine {
+                    self.drops.unauthenticated += 1;
+                }
+                return;
+            }
+            Kind::Initial => {
+                self.drops.malformed += 1;
+                return;
+            }
+            _ => {}
         }
         let State::Open(session) = &mut self.state else {
             self.drops.malformed += 1;
             return;
         };
-        let frame = match session.open(&header, datagram) {
-            Ok(f) => f,
+        let opened = match session.open(&header, datagram) {
+            Ok(o) => o,
             Err(e) => {
                 match e {
                     OpenError::Wire(_) => self.drops.malformed += 1,
                     OpenError::Auth => self.drops.unauthenticated += 1,
                     OpenError::Replay => self.drops.replayed += 1,
                 }
+                if session.keys_spent() {
+                    self.state = State::Failed(Failure::KeysSpent);
+                }
                 return;
             }
         };
-        if path < self.bytes_received.len() {
-            self.bytes_received[path] += wire_len as u64;
+        let frame = opened.frame;
+        if opened.path != path
+            || path >= self.paths.len()
+            || frame.subflow().is_some_and(|s| usize::from(s) != path)
+        {
+            // Another path's id on this path's socket: not the server's doing.
+            self.drops.malformed += 1;
+            return;
         }
+        self.last_heard = now;
+        let p = &mut self.paths[path];
+        p.last_heard = now;
+        p.next_probe = None;
+        p.probe_gap = self.keepalive;
+        self.bytes_received[path] += wire_len as u64;
         match frame {
             Frame::JoinAck {
-                subflow,
-                ts_val,
-                size,
-                ..
-            } if usize::from(subflow) == path && path < self.paths.len() => {
+                size, challenge, ..
+            } => {
+                if size != u64::MAX && size < self.cfg.offset {
+                    // The part being resumed is longer than what is served: another file.
+                    self.state = State::Failed(Failure::ResumedPastEnd(size));
+                    return;
+                }
                 if self.receiver.is_none() {
-                    self.total = (size != u64::MAX).then_some(size);
+                    // The stream from the offset on.
+                    self.total = (size != u64::MAX).then(|| size - self.cfg.offset);
                     self.receiver = Some(Receiver::new(ReceiverConfig {
                         mptcp: true,
                         rcvbuf: Bytes(self.cfg.rcvbuf),
@@ -282,60 +424,80 @@ impl Client {
                     let window = self.cfg.rcvbuf / u64::from(mss) + 64;
                     self.held = Some(Reassembly::new(mss as usize, window + 1024));
                 }
+                // The Join goes again until data comes on the path (so a lost Proof is sent
+                // again too).
                 let p = &mut self.paths[path];
-                p.joined = true;
-                p.next_try = None;
-                // The ACK that confirms the subflow echoes the server's timestamp.
-                let rx = self.receiver.as_ref().expect("created");
-                let ack = Ack {
-                    ack: rx.subflows()[path].rcv_nxt(),
-                    sack: [SackBlock { start: 0, end: 0 }; MAX_SACK_BLOCKS],
-                    sack_len: 0,
-                    data_ack: rx.data_rcv_nxt(),
-                    rwnd: rx.rwnd(),
-                    ts_val: now,
-                    ts_ecr: Time::ZERO,
-                    dsack: false,
-                };
-                let pkt = Packet {
-                    subflow: path as u8,
-                    gen: 0,
-                    wire_len: 0,
-                    payload: Payload::Ack(ack),
-                };
-                let mut f = ack_frame(&pkt, &ack);
-                if let Frame::Ack { ts_ecr, .. } = &mut f {
-                    *ts_ecr = ts_val;
+                if !p.joined {
+                    p.joined = true;
+                    p.last_heard = now;
+                    p.probe_gap = self.keepalive;
                 }
                 let mut d = self.pool.take();
-                session.seal(&f, &mut d);
+                session.seal(
+                    path,
+                    &Frame::Proof {
+                        subflow: path as u8,
+                        data: challenge,
+                    },
+                    &mut d,
+                );
                 self.out.push_back((path, d));
             }
+            Frame::Challenge { data, .. } => {
+                // The server checks this path's (new) address: the answer goes back from it.
+                let mut d = self.pool.take();
+                session.seal(
+                    path,
+                    &Frame::Proof {
+                        subflow: path as u8,
+                        data,
+                    },
+                    &mut d,
+                );
+                self.out.push_back((path, d));
+            }
+            // The answer to a keepalive: hearing it was the point.
+            Frame::Proof { .. } => {}
             Frame::Data {
-                subflow, payload, ..
-            } if usize::from(subflow) < self.paths.len() => {
-                let Some(rx) = self.receiver.as_mut() else {
-                    return;
-                };
-                let i = usize::from(subflow);
-                let cx = DataContext {
-                    rcv_nxt: rx.subflows()[i].rcv_nxt(),
-                    data_rcv_nxt: rx.data_rcv_nxt(),
-                    now,
-                    peer_ts: self.peer_ts,
-                };
-                let pkt = data_packet(&frame, &cx, wire_len as u32).expect("data");
-                let Payload::Data(seg) = pkt.payload else {
-                    unreachable!()
-                };
-                self.peer_ts = self.peer_ts.max(seg.ts_val);
-                // Keep the bytes of a segment the window admits, once.
-                let held = self.held.as_mut().expect("created with the receiver");
-                held.insert(seg.dseq, payload);
-                rx.handle_data(now, &pkt);
-                self.delivered = rx.data_rcv_nxt();
-                held.set_in_order(self.delivered);
-                self.flush_acks();
+                part: Part::Whole, ..
+            } => self.on_data(now, &frame, wire_len),
+            Frame::Data {
+                subflow,
+                seq,
+                part,
+                payload,
+                ..
+            } => {
+                // Half a segment: kept until the other half is in.
+                if let Some((whole, wire_len)) =
+                    self.halves.add((subflow, seq), part, payload, wire_len)
+                {
+                    let Frame::Data {
+                        subflow,
+                        gen,
+                        probe,
+                        seq,
+                        dseq,
+                        ts_val,
+                        ts_ecr,
+                        ..
+                    } = frame
+                    else {
+                        unreachable!()
+                    };
+                    let frame = Frame::Data {
+                        subflow,
+                        gen,
+                        probe,
+                        part: Part::Whole,
+                        seq,
+                        dseq,
+                        ts_val,
+                        ts_ecr,
+                        payload: &whole,
+                    };
+                    self.on_data(now, &frame, wire_len);
+                }
             }
             Frame::Close { .. } => self.closed = true,
             Frame::Stats { count, subflows } => {
@@ -343,6 +505,43 @@ impl Client {
             }
             _ => self.drops.malformed += 1,
         }
+    }
+
+    /// A whole data segment (`frame`), which came in datagrams of `wire_len` bytes.
+    fn on_data(&mut self, now: Time, frame: &Frame, wire_len: usize) {
+        let Frame::Data {
+            subflow, payload, ..
+        } = *frame
+        else {
+            return;
+        };
+        let Some(rx) = self.receiver.as_mut() else {
+            return;
+        };
+        let i = usize::from(subflow);
+        let p = &mut self.paths[i];
+        if !p.confirmed {
+            p.confirmed = true;
+            p.next_try = None;
+        }
+        let cx = DataContext {
+            rcv_nxt: rx.subflows()[i].rcv_nxt(),
+            data_rcv_nxt: rx.data_rcv_nxt(),
+            now,
+            peer_ts: self.peer_ts,
+        };
+        let pkt = data_packet(frame, &cx, wire_len as u32).expect("data");
+        let Payload::Data(seg) = pkt.payload else {
+            unreachable!()
+        };
+        self.peer_ts = self.peer_ts.max(seg.ts_val);
+        // Keep the bytes of a segment the window admits, once.
+        let held = self.held.as_mut().expect("created with the receiver");
+        held.insert(seg.dseq, payload);
+        rx.handle_data(now, &pkt);
+        self.delivered = rx.data_rcv_nxt();
+        held.set_in_order(self.delivered);
+        self.flush_acks();
     }
 
     /// The server's counters per subflow, once it sent them (`close`).
@@ -360,7 +559,7 @@ impl Client {
             return;
         };
         let mut d = self.pool.take();
-        session.seal(&Frame::Close { code: 0 }, &mut d);
+        session.seal(p, &Frame::Close { code: 0 }, &mut d);
         self.out.push_back((p, d));
     }
 
@@ -372,12 +571,39 @@ impl Client {
         }
     }
 
+    /// The server's Response: the connection opens, or the datagram is counted and the
+    /// handshake goes on (a forged or stale Response must not end it).
+    fn on_response(&mut self, now: Time, datagram: &[u8]) {
+        let State::Handshake(hs) = &mut self.state else {
+            // A copy, or one that came late: the handshake is over.
+            self.drops.replayed += 1;
+            return;
+        };
+        match hs.finish(datagram) {
+            Ok((session, welcome)) => {
+                self.state = State::Open(Box::new(session));
+                self.next_try = None;
+                self.idle = self
+                    .idle
+                    .min(Dur::from_millis(u64::from(welcome.idle_ms)))
+                    .max(Dur::from_secs(1));
+                self.last_heard = now;
+                let rtt = now - self.initial_sent;
+                self.keepalive = Dur(rtt.0.saturating_mul(4)).clamp(KEEPALIVE_MIN, KEEPALIVE);
+                for i in 0..self.paths.len() {
+                    self.join(now, i);
+                }
+            }
+            Err(e) => self.count(e),
+        }
+    }
+
     fn join(&mut self, now: Time, i: usize) {
         let State::Open(session) = &mut self.state else {
             return;
         };
         let p = &mut self.paths[i];
-        if p.joined {
+        if p.confirmed {
             return;
         }
         p.tries += 1;
@@ -385,9 +611,10 @@ impl Client {
             p.next_try = None;
             return;
         }
-        p.next_try = Some(now + RETRY * (1u64 << (p.tries - 1)));
+        p.next_try = Some(now + RETRY * (1u64 << (p.tries - 1).min(6)));
         let mut d = self.pool.take();
         session.seal(
+            i,
             &Frame::Join {
                 subflow: i as u8,
                 gen: 0,
@@ -407,8 +634,9 @@ impl Client {
                 continue;
             };
             let mut d = self.pool.take();
-            session.seal(&ack_frame(&pkt, &ack), &mut d);
-            self.out.push_back((usize::from(pkt.subflow), d));
+            let p = usize::from(pkt.subflow);
+            session.seal(p, &ack_frame(&pkt, &ack), &mut d);
+            self.out.push_back((p, d));
         }
     }
 
@@ -417,22 +645,59 @@ impl Client {
     }
 
     pub fn poll_timeout(&self) -> Option<Time> {
+        match self.state {
+            State::Failed(_) => return None,
+            State::Handshake(_) => {
+                let give_up = self.started + HANDSHAKE_GIVE_UP;
+                return Some(self.next_try.map_or(give_up, |t| t.min(give_up)));
+            }
+            State::Open(_) => {}
+        }
         let rx = self.receiver.as_ref().and_then(Receiver::poll_timeout);
         let joins = self.paths.iter().filter_map(|p| p.next_try).min();
-        [rx, joins, self.next_try].into_iter().flatten().min()
+        let keepalive = self
+            .paths
+            .iter()
+            .filter(|p| p.joined)
+            .map(|p| p.next_probe.unwrap_or(p.last_heard + self.keepalive))
+            .min();
+        let idle = self.last_heard + self.idle;
+        [rx, joins, keepalive, Some(idle)]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     pub fn handle_timeout(&mut self, now: Time) {
-        if let State::Handshake(_, initial) = &self.state {
-            if self.next_try.is_some_and(|t| t <= now) {
-                self.tries += 1;
-                if self.tries > RETRIES {
-                    self.next_try = None;
-                    self.state = State::Failed("no answer from the server".into());
+        match &self.state {
+            State::Failed(_) => return,
+            State::Handshake(hs) => {
+                if now >= self.started + HANDSHAKE_GIVE_UP {
+                    self.state = State::Failed(Failure::NoAnswer);
                     return;
                 }
-                self.next_try = Some(now + RETRY * (1u64 << self.tries));
-                self.out.push_back((0, initial.clone()));
+                if self.next_try.is_some_and(|t| t <= now) {
+                    self.tries += 1;
+                    // 1, 2, 3 s apart: four tries within the 10 s.
+                    self.next_try = Some(now + RETRY * u64::from(self.tries + 1));
+                    self.out.push_back((0, hs.initial().to_vec()));
+                    self.initial_sent = now;
+                }
+                return;
+            }
+            State::Open(_) => {}
+        }
+        if now >= self.last_heard + self.idle && !self.is_complete() && !self.closed {
+            self.state = State::Failed(Failure::Silent(self.idle));
+            return;
+        }
+        for p in 0..self.paths.len() {
+            let ps = &self.paths[p];
+            if ps.joined
+                && now >= ps.last_heard + self.keepalive
+                && ps.next_probe.is_none_or(|t| t <= now)
+            {
+                self.keepalive(now, p);
             }
         }
         for i in 0..self.paths.len() {
@@ -446,6 +711,29 @@ impl Client {
             }
         }
         self.flush_acks();
+    }
+
+    /// Silence on path `p`: a challenge, which a live server answers (and which shows it the
+    /// path's address if a NAT moved it); a restarted server answers with a reset. Again
+    /// after twice the gap while the silence lasts, up to `KEEPALIVE`.
+    fn keepalive(&mut self, now: Time, p: usize) {
+        let State::Open(session) = &mut self.state else {
+            return;
+        };
+        let ps = &mut self.paths[p];
+        ps.next_probe = Some(now + ps.probe_gap);
+        ps.probe_gap = Dur(ps.probe_gap.0.saturating_mul(2)).min(KEEPALIVE);
+        let mut d = self.pool.take();
+        session.seal(
+            p,
+            &Frame::Challenge {
+                subflow: p as u8,
+                data: crate::random::u64(),
+                pad: 0,
+            },
+            &mut d,
+        );
+        self.out.push_back((p, d));
     }
 
     /// The time a timestamp echoed by the server stands for (unused by the client itself).

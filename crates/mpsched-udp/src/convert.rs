@@ -3,7 +3,7 @@
 //! A timestamp is always in its sender's clock: a side's own values come back to it in
 //! `ts_ecr` and are restored beside its own clock; the peer's are only ever echoed.
 
-use crate::wire::{expand, Frame, SackBlock as WireSack, MAX_SACK};
+use crate::wire::{expand, Frame, Part, SackBlock as WireSack, MAX_SACK};
 use mpsched_core::packet::{Ack, DataSeg, Packet, Payload, SackBlock, MAX_SACK_BLOCKS};
 use mpsched_core::Time;
 
@@ -23,6 +23,7 @@ pub fn data_frame<'a>(pkt: &Packet, seg: &DataSeg, payload: &'a [u8]) -> Frame<'
         subflow: pkt.subflow,
         gen: pkt.gen,
         probe: seg.probe,
+        part: Part::Whole,
         seq: seg.seq as u32,
         dseq: seg.dseq as u32,
         ts_val: us(seg.ts_val),
@@ -124,6 +125,7 @@ pub fn data_packet(frame: &Frame, cx: &DataContext, wire_len: u32) -> Option<Pac
         ts_val,
         ts_ecr,
         payload,
+        ..
     } = *frame
     else {
         return None;

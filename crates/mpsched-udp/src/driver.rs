@@ -6,7 +6,7 @@
 //! destination as one GSO message, and received as one with GRO, where the kernel offers it).
 
 use crate::batch::{self, RecvBatch, SendBatch};
-use crate::client::Client;
+use crate::client::{Client, Failure};
 use crate::server::Server;
 use mpsched_core::Time;
 use std::io;
@@ -108,6 +108,40 @@ pub fn enlarge_buffers(socket: &UdpSocket) {
     }
 }
 
+/// Sets the don't-fragment bit on what `socket` sends (IPv4 and IPv6) and has the kernel
+/// refuse a datagram larger than the link rather than fragment it: the transport sizes its
+/// datagrams to the path itself (RFC 8899; a probe larger than the path is lost, as a
+/// datagram the network dropped). Without the kernel's PMTU cache (`PROBE`), so that an
+/// ICMP message an attacker forged cannot shrink the path.
+pub fn forbid_fragments(socket: &UdpSocket) {
+    let fd = socket.as_raw_fd();
+    let set = |level, opt, value: libc::c_int| {
+        // SAFETY: `value` outlives the call and its length is given.
+        unsafe {
+            libc::setsockopt(
+                fd,
+                level,
+                opt,
+                (&value as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        }
+    };
+    // Each applies to the sockets of its family (an IPv6 socket takes both); the others
+    // fail harmlessly.
+    set(
+        libc::IPPROTO_IP,
+        libc::IP_MTU_DISCOVER,
+        libc::IP_PMTUDISC_PROBE,
+    );
+    set(
+        libc::IPPROTO_IPV6,
+        libc::IPV6_MTU_DISCOVER,
+        libc::IPV6_PMTUDISC_PROBE,
+    );
+    set(libc::IPPROTO_IPV6, libc::IPV6_DONTFRAG, 1);
+}
+
 /// Serves until `stop` is set: each datagram into the server, its answers out.
 pub fn serve(
     socket: &UdpSocket,
@@ -117,7 +151,9 @@ pub fn serve(
 ) -> io::Result<()> {
     socket.set_nonblocking(true)?;
     enlarge_buffers(socket);
+    forbid_fragments(socket);
     let clock = Clock::start();
+    server.set_unix_at_zero(crate::admit::unix_now_ns().saturating_sub(clock.now().0));
     let mut rx = RecvBatch::new(batch::enable_gro(socket));
     let mut tx = SendBatch::new();
     let mut last_tick = clock.now();
@@ -231,18 +267,40 @@ fn receive(
 }
 
 /// The client's sockets: one per path, bound to the path's local address and connected to
-/// the server.
-pub fn client_sockets(locals: &[SocketAddr], server: SocketAddr) -> io::Result<Vec<UdpSocket>> {
+/// the server; the local address that failed, and why.
+pub fn client_sockets(
+    locals: &[SocketAddr],
+    server: SocketAddr,
+) -> Result<Vec<UdpSocket>, (SocketAddr, io::Error)> {
     locals
         .iter()
-        .map(|local| {
-            let s = UdpSocket::bind(local)?;
-            s.connect(server)?;
-            s.set_nonblocking(true)?;
-            enlarge_buffers(&s);
-            Ok(s)
+        .map(|&local| {
+            let open = || {
+                let s = UdpSocket::bind(local)?;
+                s.connect(server)?;
+                s.set_nonblocking(true)?;
+                enlarge_buffers(&s);
+                forbid_fragments(&s);
+                Ok(s)
+            };
+            open().map_err(|e| (local, e))
         })
         .collect()
+}
+
+/// How a client's run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    /// The whole stream arrived.
+    Complete,
+    /// The server closed (an endless stream it stopped).
+    Closed,
+    /// `stop` was set (Ctrl-C).
+    Stopped,
+    /// `until` passed.
+    Duration,
+    /// The connection failed.
+    Failed(Failure),
 }
 
 /// Runs `client` until the stream is complete, the server closes, `stop` is set, `until`
@@ -257,7 +315,7 @@ pub fn run_client(
     until: Option<Time>,
     mut sink: impl FnMut(&[u8]) -> io::Result<()>,
     mut tick: impl FnMut(&Client, Time),
-) -> io::Result<()> {
+) -> io::Result<End> {
     // Runs of datagrams received as one where the kernel offers it (any socket with GRO
     // needs the large slots).
     let gro = sockets
@@ -278,11 +336,22 @@ pub fn run_client(
             tick(client, now);
             last_tick = now;
         }
-        if client.is_complete()
-            || client.is_closed()
-            || stop.load(Ordering::Relaxed)
-            || until.is_some_and(|u| now >= u)
-        {
+        let end = if client.is_complete() {
+            Some(End::Complete)
+        } else if client.is_closed() {
+            Some(End::Closed)
+        } else if stop.load(Ordering::Relaxed) {
+            Some(End::Stopped)
+        } else if until.is_some_and(|u| now >= u) {
+            Some(End::Duration)
+        } else {
+            client.failed().map(End::Failed)
+        };
+        if let Some(how) = end {
+            if let End::Failed(_) = how {
+                tick(client, now);
+                return Ok(how);
+            }
             tick(client, now);
             // Done: say so, and wait a little for the server's counters.
             client.close();
@@ -295,10 +364,7 @@ pub fn run_client(
                     while let Ok(true) = receive(client, clock, p, s, &mut rx, &mut sink) {}
                 }
             }
-            return Ok(());
-        }
-        if let Some(why) = client.failed() {
-            return Err(io::Error::other(why.to_string()));
+            return Ok(how);
         }
         let deadline = match (client.poll_timeout(), until) {
             (Some(a), Some(b)) => Some(a.min(b)),

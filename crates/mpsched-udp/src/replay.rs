@@ -28,6 +28,11 @@ impl ReplayWindow {
         ((i / 64) as usize, 1u64 << (i % 64))
     }
 
+    /// The highest number accepted, if any.
+    pub fn top(&self) -> Option<u64> {
+        self.top
+    }
+
     /// Whether `pn` may be new: checked before the datagram is decrypted, so that a replay
     /// costs no decryption.
     pub fn may_accept(&self, pn: u64) -> bool {

@@ -1,17 +1,32 @@
 //! The server, sans-IO: datagrams and the time in, datagrams (with the address each goes to)
 //! and the next timer out. Each connection runs the core's `Sender` with the scheduler and
 //! congestion control asked for; a subflow opens when the client's Join on a path has been
-//! answered and confirmed from the same address (which proves the address, and measures the
-//! handshake's RTT as a SYN/SYN-ACK/ACK would).
+//! answered with a random challenge and the client's Proof came back from the same address
+//! (which proves the address, and measures the handshake's RTT as a SYN/SYN-ACK/ACK would).
+//!
+//! Addresses move (NAT rebinding): a path follows a new address only once a challenge sent
+//! there has come back, and only a datagram with the highest packet number yet starts that;
+//! meanwhile data keeps going to the proven address (RFC 9000 9.3).
 
+use crate::admit::{unix_now_ns, CookieJar, Refusal, ReplayCache};
 use crate::aead::Suite;
 use crate::amplify::Budget;
-use crate::convert::{ack_packet, data_frame, us, AckContext};
+use crate::convert::{ack_packet, data_frame, AckContext};
+use crate::path::{
+    self, base_datagram, hold_time, Path, Validation, CHALLENGE_RETRY, CHALLENGE_TRIES,
+    HOLD_DATAGRAMS,
+};
 use crate::pool::Pool;
-use crate::session::{respond, OpenError, Psk, Session};
-use crate::source::Source;
+use crate::session::{
+    cookie_reply, initial_mac1_ok, initial_mac2_ok, reset_datagram, respond, OpenError, Psk,
+    Session, INITIAL_LEN, MAC_LEN, RESET_LEN,
+};
+use crate::source::{Offset, Source};
 use crate::timing::{DecisionCost, Timed};
-use crate::wire::{Frame, Header, Kind, SubflowStats, MAX_DATAGRAM, MAX_STATS};
+use crate::wire::{
+    Frame, Header, Kind, Part, SubflowStats, DATA_FIELDS, HEADER_LEN, MAX_DATAGRAM, MAX_STATS,
+    TAG_LEN,
+};
 use mpsched_core::cc::CcKind;
 use mpsched_core::conn::sender::SubflowConfig;
 use mpsched_core::conn::{Sender, SenderConfig, Stack};
@@ -29,9 +44,14 @@ use std::sync::Arc;
 pub const MAX_PATHS: usize = 8;
 /// Connections served at once; Initials beyond are dropped.
 pub const MAX_CONNS: usize = 64;
-/// A connection that has heard nothing for this long is forgotten.
+/// A connection that has heard nothing for this long is forgotten (unless the client asked
+/// for less).
 pub const IDLE_TIMEOUT: Dur = Dur::from_secs(30);
-
+/// A connection whose client has not sent one authenticated datagram after its Response
+/// (half-open) is forgotten after this long: the client gives up on the handshake sooner.
+pub const HANDSHAKE_TIMEOUT: Dur = Dur::from_secs(10);
+/// Half-open connections from one IP address at once.
+pub const HALF_OPEN_PER_SOURCE: usize = 4;
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
     pub scheduler: String,
@@ -39,6 +59,13 @@ pub struct ServerConfig {
     pub congestion: String,
     pub sndbuf: u64,
     pub stack: Stack,
+    /// The longest silence a connection survives (the client may ask for less).
+    pub idle_timeout: Dur,
+    /// Connections at once.
+    pub max_conns: usize,
+    /// From this share of `max_conns` half-open on, an Initial is answered with a cookie
+    /// unless it carries a valid one (the server is under load).
+    pub cookie_share: f64,
     /// Take only this AEAD suite (else the fastest both ends run: `aead::pick`).
     pub aead: Option<Suite>,
 }
@@ -51,6 +78,9 @@ impl Default for ServerConfig {
             congestion: "cubic".into(),
             sndbuf: 6 << 20,
             stack: Stack::Upstream,
+            idle_timeout: IDLE_TIMEOUT,
+            max_conns: MAX_CONNS,
+            cookie_share: 0.25,
             aead: None,
         }
     }
@@ -66,9 +96,23 @@ pub struct Drops {
     /// Not sent: the address had not proved itself and the budget was spent.
     pub amplification: u64,
     pub over_capacity: u64,
+    /// Initials whose clock was too far from the server's (`admit::FRESHNESS`).
+    pub stale: u64,
+    /// Proofs that answered no challenge of theirs (a guess, or from another address).
+    pub failed_proof: u64,
 }
 
 impl Drops {
+    pub fn total(&self) -> u64 {
+        self.malformed
+            + self.unauthenticated
+            + self.replayed
+            + self.unknown_connection
+            + self.over_capacity
+            + self.stale
+            + self.failed_proof
+    }
+
     fn count(&mut self, e: OpenError) {
         match e {
             OpenError::Wire(_) => self.malformed += 1,
@@ -78,23 +122,47 @@ impl Drops {
     }
 }
 
-struct Path {
-    addr: SocketAddr,
-    budget: Budget,
-    /// The JoinAck's timestamp and when it left, until the confirming ACK.
-    challenge: Option<(u32, Time)>,
-    established: bool,
+/// What the server sent without a connection: cookie replies (under load) and stateless
+/// resets (to connection ids it does not know).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Answers {
+    pub cookies: u64,
+    pub resets: u64,
+    /// Paths that moved to a new address, once it proved itself.
+    pub migrations: u64,
 }
 
 struct Conn {
     session: Session,
     sender: Sender,
+    /// The stream from the offset the client asked for.
+    source: Arc<dyn Source + Sync>,
+    /// The whole stream's length (the client checks its resumed part against it).
+    whole_len: Option<u64>,
     response: Vec<u8>,
+    /// The Initial's mac1: a copy of it is the lost-Response case.
+    mac1: [u8; MAC_LEN],
+    /// Where the Initial came from (half-open per source).
+    origin: SocketAddr,
+    /// An authenticated datagram came under the connection's keys: no longer half-open.
+    open: bool,
+    created: Time,
+    idle: Dur,
     paths: Vec<Option<Path>>,
     started: bool,
     closed: bool,
     last_heard: Time,
     peer_ts: Time,
+}
+
+impl Conn {
+    fn deadline(&self) -> Time {
+        if self.open {
+            self.last_heard + self.idle
+        } else {
+            self.created + HANDSHAKE_TIMEOUT
+        }
+    }
 }
 
 /// Builds each connection's scheduler (one written in Python, say) instead of the registry.
@@ -107,13 +175,23 @@ pub struct Server {
     /// What the schedulers' decisions cost in real time, over every connection.
     pub cost: DecisionCost,
     source: Arc<dyn Source + Sync>,
+    /// By the handshake's connection id.
     conns: HashMap<u32, Conn>,
+    /// Each path's connection id -> the handshake's.
+    ids: HashMap<u32, u32>,
+    replay: ReplayCache,
+    cookies: CookieJar,
+    /// Unix time (ns) at `Time::ZERO`: the clock Initials are checked against.
+    unix_at_zero: u64,
     out: VecDeque<(SocketAddr, Vec<u8>)>,
     /// Datagram buffers back from the driver once sent, for the next datagrams.
     pool: Pool,
     /// A copy of a datagram handed over read-only (`handle`), opened in place.
     scratch: Vec<u8>,
+    /// A segment's bytes when the path takes it in two halves (`Part`).
+    payload: Vec<u8>,
     pub drops: Drops,
+    pub answers: Answers,
 }
 
 impl Server {
@@ -138,10 +216,16 @@ impl Server {
             cost: DecisionCost::default(),
             source,
             conns: HashMap::new(),
+            ids: HashMap::new(),
+            replay: ReplayCache::default(),
+            cookies: CookieJar::new(Time::ZERO),
+            unix_at_zero: unix_now_ns(),
             out: VecDeque::new(),
             pool: Pool::default(),
             scratch: Vec::with_capacity(MAX_DATAGRAM),
+            payload: vec![0; MAX_DATAGRAM],
             drops: Drops::default(),
+            answers: Answers::default(),
         })
     }
 
@@ -151,7 +235,13 @@ impl Server {
         self
     }
 
-    fn new_sender(&mut self, now: Time) -> Sender {
+    /// The Unix time (ns) that `Time::ZERO` stands for (the driver's clock start; by default
+    /// the server's creation).
+    pub fn set_unix_at_zero(&mut self, unix_ns: u64) {
+        self.unix_at_zero = unix_ns;
+    }
+
+    fn new_sender(&mut self, now: Time, total: Option<u64>) -> Sender {
         let sched = match self.factory.as_mut() {
             Some(make) => make(),
             None => sched::build(&self.cfg.scheduler, &self.cfg.scheduler_params).expect("checked"),
@@ -171,7 +261,7 @@ impl Server {
                 sndbuf_autotune: true,
                 stack: self.cfg.stack,
                 initial_rwnd: Bytes(128 << 10),
-                total: self.source.len().map(Bytes),
+                total: total.map(Bytes),
                 app_limited: false,
                 write_chunk: Some(mpsched_core::conn::DEFAULT_WRITE_CHUNK),
                 subflows,
@@ -192,6 +282,28 @@ impl Server {
         self.conns.len()
     }
 
+    /// Connections that have not yet sent an authenticated datagram after their Response.
+    pub fn half_open(&self) -> usize {
+        self.conns.values().filter(|c| !c.open).count()
+    }
+
+    /// Initials remembered against replay.
+    pub fn replay_cache_len(&self) -> usize {
+        self.replay.len()
+    }
+
+    /// Each path's address and whether it is proven, of the connection whose handshake id
+    /// is `id`.
+    pub fn paths(&self, id: u32) -> Vec<(usize, SocketAddr, bool)> {
+        self.conns.get(&id).map_or_else(Vec::new, |c| {
+            c.paths
+                .iter()
+                .enumerate()
+                .filter_map(|(i, p)| p.as_ref().map(|p| (i, p.addr, p.budget.proven())))
+                .collect()
+        })
+    }
+
     /// A datagram from `from` (copied, then opened in place: `handle_mut` spares the copy).
     pub fn handle(&mut self, now: Time, from: SocketAddr, datagram: &[u8]) {
         let mut d = std::mem::take(&mut self.scratch);
@@ -203,6 +315,7 @@ impl Server {
 
     /// A datagram from `from`, decrypted in place in its buffer.
     pub fn handle_mut(&mut self, now: Time, from: SocketAddr, datagram: &mut [u8]) {
+        let len = datagram.len();
         let header = match Header::decode(datagram) {
             Ok((h, _)) => h,
             Err(_) => {
@@ -210,163 +323,380 @@ impl Server {
                 return;
             }
         };
-        if header.kind == Kind::Initial {
-            self.handle_initial(now, from, header.conn_id, datagram);
-            return;
+        match header.kind {
+            Kind::Initial => return self.handle_initial(now, from, header.conn_id, datagram),
+            // The server's own kinds never come to it.
+            Kind::Response | Kind::Cookie | Kind::Reset => {
+                self.drops.malformed += 1;
+                return;
+            }
+            _ => {}
         }
-        let Some(conn) = self.conns.get_mut(&header.conn_id) else {
+        let Some(conn) = self
+            .ids
+            .get(&header.conn_id)
+            .and_then(|hs| self.conns.get_mut(hs))
+        else {
             self.drops.unknown_connection += 1;
+            // A stateless reset (smaller than what came: no amplification, no loop), so
+            // that a client of a server that restarted stops at once.
+            if len > RESET_LEN {
+                self.out
+                    .push_back((from, reset_datagram(&self.psk, header.conn_id)));
+                self.answers.resets += 1;
+            }
             return;
         };
-        let wire_len = datagram.len() as u32;
-        let frame = match conn.session.open(&header, datagram) {
-            Ok(f) => f,
+        let opened = match conn.session.open(&header, datagram) {
+            Ok(o) => o,
             Err(e) => {
                 self.drops.count(e);
+                if conn.session.keys_spent() {
+                    // Too many forgeries for the keys to be trusted (RFC 9001 6.6): the
+                    // connection ends; its client sees a reset and starts anew.
+                    let hs = self.ids[&header.conn_id];
+                    if let Some(c) = self.conns.remove(&hs) {
+                        for id in c.session.path_ids() {
+                            self.ids.remove(id);
+                        }
+                    }
+                }
                 return;
             }
         };
+        let (i, highest, frame) = (opened.path, opened.highest, opened.frame);
         conn.last_heard = now;
+        conn.open = true;
+        if frame.subflow().is_some_and(|s| usize::from(s) != i) {
+            // A frame must name the path its connection id does.
+            self.drops.malformed += 1;
+            return;
+        }
+        if let Frame::Join { ts_val, .. } = frame {
+            Self::on_join(
+                conn,
+                &mut self.out,
+                &mut self.drops,
+                i,
+                from,
+                len,
+                highest,
+                ts_val,
+                now,
+            );
+            let hs = self.ids[&header.conn_id];
+            self.flush(now, hs);
+            return;
+        }
+        let Some(path) = conn.paths[i].as_mut() else {
+            // Nothing but a Join opens a path.
+            self.drops.malformed += 1;
+            return;
+        };
+        if from == path.addr {
+            path.budget.on_received(len);
+        } else {
+            let hold = hold_time(&conn.sender, i);
+            path::on_moved(
+                &mut conn.session,
+                path,
+                &mut self.out,
+                &mut self.drops,
+                (i, hold),
+                from,
+                len,
+                highest,
+                now,
+            );
+        }
         match frame {
-            Frame::Join {
-                subflow, ts_val, ..
-            } if usize::from(subflow) < MAX_PATHS => {
-                let i = usize::from(subflow);
-                let mut budget = Budget::default();
-                budget.on_received(wire_len as usize);
-                let known = conn.paths[i].as_ref().is_some_and(|p| p.addr == from);
-                if !known {
-                    conn.paths[i] = Some(Path {
-                        addr: from,
-                        budget,
-                        challenge: None,
-                        established: false,
-                    });
+            Frame::Proof { data, .. }
+                if from == path.addr && path.probe.is_some_and(|(p, _, _)| p == data) =>
+            {
+                // A full-size datagram crossed the path: segments go whole from now on.
+                path.probe = None;
+                path.max_datagram = MAX_DATAGRAM;
+            }
+            Frame::Proof { data, .. } => {
+                let ok = path
+                    .pending
+                    .as_ref()
+                    .is_some_and(|v| v.addr == from && v.data == data);
+                if !ok {
+                    self.drops.failed_proof += 1;
+                    return;
                 }
-                let path = conn.paths[i].as_mut().expect("set");
-                let ts = us(now);
-                path.challenge.get_or_insert((ts, now));
-                let (ts, _) = path.challenge.expect("set");
-                let answer = Frame::JoinAck {
-                    subflow,
-                    gen: 0,
-                    ts_val: ts,
-                    ts_ecr: ts_val,
-                    size: self.source.len().unwrap_or(u64::MAX),
-                };
+                let v = path.pending.take().expect("checked");
+                if path.addr != from {
+                    self.answers.migrations += 1;
+                    if base_datagram(from) != base_datagram(path.addr) {
+                        path.max_datagram = base_datagram(from);
+                        path.probe = None;
+                    }
+                }
+                path.addr = from;
+                path.budget = v.budget;
+                path.budget.prove();
+                path.release(&mut self.out);
+                if !path.established {
+                    path.established = true;
+                    conn.sender.establish(now, i, now - v.sent);
+                    if !conn.started {
+                        conn.started = true;
+                        conn.sender.start(now);
+                    }
+                }
+                if path.max_datagram < MAX_DATAGRAM && path.probe.is_none() {
+                    path::probe(&mut conn.session, path, &mut self.out, i, now, 1);
+                }
+            }
+            Frame::Challenge { data, .. } => {
+                // The client's keepalive (or its own check): answered where it came from.
                 let mut d = self.pool.take();
-                conn.session.seal(&answer, &mut d);
-                if path.budget.try_send(d.len()) {
+                conn.session.seal(
+                    i,
+                    &Frame::Proof {
+                        subflow: i as u8,
+                        data,
+                    },
+                    &mut d,
+                );
+                let budget = if from == path.addr {
+                    Some(&mut path.budget)
+                } else {
+                    path.pending
+                        .as_mut()
+                        .filter(|v| v.addr == from)
+                        .map(|v| &mut v.budget)
+                };
+                if budget.is_some_and(|b| b.try_send(d.len())) {
                     self.out.push_back((from, d));
                 } else {
                     self.drops.amplification += 1;
                 }
             }
-            Frame::Ack {
-                subflow, ts_ecr, ..
-            } => {
-                let i = usize::from(subflow);
-                let Some(Some(path)) = conn.paths.get_mut(i) else {
-                    self.drops.malformed += 1;
-                    return;
+            Frame::Ack { .. } if path.established => {
+                let cx = AckContext {
+                    snd_una: conn.sender.subflows()[i].snd_una(),
+                    data_una: conn.sender.data().una(),
+                    now,
+                    peer_ts: conn.peer_ts,
                 };
-                path.budget.on_received(wire_len as usize);
-                if path.addr != from {
-                    // The client's address changed (a NAT rebinding): data follows it, within
-                    // the budget, until an ACK from there echoes what was sent there.
-                    path.addr = from;
-                    path.budget = Budget::default();
-                    path.budget.on_received(wire_len as usize);
-                    path.challenge = Some((us(now), now));
-                }
-                if let Some((ts, sent)) = path.challenge {
-                    if ts_ecr == ts {
-                        path.challenge = None;
-                        path.budget.prove();
-                        if !path.established {
-                            path.established = true;
-                            conn.sender.establish(now, i, now - sent);
-                            if !conn.started {
-                                conn.started = true;
-                                conn.sender.start(now);
-                            }
-                        }
+                if let Some(pkt) = ack_packet(&frame, &cx, len as u32) {
+                    if let Payload::Ack(a) = pkt.payload {
+                        conn.peer_ts = conn.peer_ts.max(a.ts_val);
                     }
-                }
-                if path.established {
-                    let cx = AckContext {
-                        snd_una: conn.sender.subflows()[i].snd_una(),
-                        data_una: conn.sender.data().una(),
-                        now,
-                        peer_ts: conn.peer_ts,
-                    };
-                    if let Some(pkt) = ack_packet(&frame, &cx, wire_len) {
-                        if let Payload::Ack(a) = pkt.payload {
-                            conn.peer_ts = conn.peer_ts.max(a.ts_val);
-                        }
-                        conn.sender.handle_ack(now, &pkt);
-                    }
+                    conn.sender.handle_ack(now, &pkt);
                 }
             }
+            // Before the Proof: nothing to acknowledge yet.
+            Frame::Ack { .. } => {}
             Frame::Close { .. } => {
                 conn.closed = true;
                 // The client is done: the counters, to an address that proved itself.
-                if let Some(path) = conn.paths.iter().flatten().find(|p| p.addr == from) {
-                    if path.budget.proven() {
-                        let mut d = Vec::with_capacity(512);
-                        conn.session.seal(&stats_frame(&conn.sender), &mut d);
-                        self.out.push_back((from, d));
-                    }
+                if path.addr == from && path.budget.proven() {
+                    let mut d = Vec::with_capacity(512);
+                    conn.session.seal(i, &stats_frame(&conn.sender), &mut d);
+                    self.out.push_back((from, d));
                 }
             }
             _ => self.drops.malformed += 1,
         }
-        self.flush(now, header.conn_id);
+        let hs = self.ids[&header.conn_id];
+        self.flush(now, hs);
     }
 
-    fn handle_initial(&mut self, now: Time, from: SocketAddr, conn_id: u32, datagram: &[u8]) {
-        if let Some(conn) = self.conns.get_mut(&conn_id) {
-            if conn.paths[0].is_none() && datagram.len() >= conn.response.len() {
-                // The Response was lost before the first Join: the same answer again (no
-                // larger than the Initial).
+    /// A Join on path `i`: the path opens (a challenge to its address), or its JoinAck went
+    /// missing (the same challenge again). It never replaces a path that carries data.
+    #[allow(clippy::too_many_arguments)]
+    fn on_join(
+        conn: &mut Conn,
+        out: &mut VecDeque<(SocketAddr, Vec<u8>)>,
+        drops: &mut Drops,
+        i: usize,
+        from: SocketAddr,
+        len: usize,
+        highest: bool,
+        ts_val: u32,
+        now: Time,
+    ) {
+        let fresh = || {
+            let mut budget = Budget::default();
+            budget.on_received(len);
+            Path {
+                addr: from,
+                budget,
+                pending: Some(Validation {
+                    addr: from,
+                    data: crate::random::u64(),
+                    sent: now,
+                    tries: 1,
+                    budget: Budget::default(),
+                }),
+                established: false,
+                held: VecDeque::new(),
+                hold_until: None,
+                max_datagram: base_datagram(from),
+                probe: None,
+            }
+        };
+        match conn.paths[i].as_mut() {
+            None => conn.paths[i] = Some(fresh()),
+            Some(p) if !p.established && p.addr != from => {
+                // Not yet carrying anything: the newest Join decides where it goes.
+                if !highest {
+                    drops.replayed += 1;
+                    return;
+                }
+                conn.paths[i] = Some(fresh());
+            }
+            Some(p) if p.addr == from => {
+                p.budget.on_received(len);
+                if let Some(v) = p.pending.as_mut().filter(|v| v.addr == from) {
+                    v.sent = now;
+                }
+            }
+            Some(p) => {
+                // An established path: a Join from elsewhere is at most a move to check.
+                let hold = hold_time(&conn.sender, i);
+                path::on_moved(
+                    &mut conn.session,
+                    p,
+                    out,
+                    drops,
+                    (i, hold),
+                    from,
+                    len,
+                    highest,
+                    now,
+                );
+                return;
+            }
+        }
+        let p = conn.paths[i].as_mut().expect("set");
+        let challenge = p
+            .pending
+            .as_ref()
+            .filter(|v| v.addr == p.addr)
+            .map_or_else(crate::random::u64, |v| v.data);
+        let answer = Frame::JoinAck {
+            subflow: i as u8,
+            gen: 0,
+            ts_ecr: ts_val,
+            size: conn.whole_len.unwrap_or(u64::MAX),
+            challenge,
+        };
+        let mut d = Vec::with_capacity(64);
+        conn.session.seal(i, &answer, &mut d);
+        if p.budget.try_send(d.len()) {
+            out.push_back((p.addr, d));
+        } else {
+            drops.amplification += 1;
+        }
+    }
+
+    fn handle_initial(&mut self, now: Time, from: SocketAddr, hs_id: u32, datagram: &[u8]) {
+        // Cheap checks first: the size and the MAC under the secret (no Diffie-Hellman for
+        // a datagram without the key).
+        if datagram.len() != INITIAL_LEN {
+            self.drops.malformed += 1;
+            return;
+        }
+        if !initial_mac1_ok(&self.psk, datagram) {
+            self.drops.unauthenticated += 1;
+            return;
+        }
+        let mut mac1 = [0u8; MAC_LEN];
+        mac1.copy_from_slice(&datagram[INITIAL_LEN - 2 * MAC_LEN..INITIAL_LEN - MAC_LEN]);
+        if let Some(conn) = self.conns.get(&hs_id) {
+            if !conn.open && conn.mac1 == mac1 {
+                // The Response was lost: the same answer again (smaller than the Initial).
                 self.out.push_back((from, conn.response.clone()));
             } else {
-                // Too late to be the client's: a replay.
                 self.drops.replayed += 1;
             }
             return;
         }
-        if self.conns.len() >= MAX_CONNS {
+        if self.replay.seen(&mac1) {
+            self.drops.replayed += 1;
+            return;
+        }
+        let half_open = self.half_open();
+        let under_load = half_open as f64 >= self.cfg.cookie_share * self.cfg.max_conns as f64;
+        if under_load
+            && !self
+                .cookies
+                .valid(from, now)
+                .any(|c| initial_mac2_ok(&c, datagram))
+        {
+            // Nothing allocated until the client shows it receives at `from`.
+            let cookie = self.cookies.cookie(from, now);
+            self.out
+                .push_back((from, cookie_reply(&self.psk, datagram, &cookie)));
+            self.answers.cookies += 1;
+            return;
+        }
+        let from_here = self
+            .conns
+            .values()
+            .filter(|c| !c.open && c.origin.ip() == from.ip())
+            .count();
+        if self.conns.len() >= self.cfg.max_conns || from_here >= HALF_OPEN_PER_SOURCE {
             self.drops.over_capacity += 1;
             return;
         }
-        match respond(&self.psk, datagram, self.cfg.aead) {
-            Ok((session, response)) => {
-                // The Response is no larger than the Initial: no amplification.
-                debug_assert!(response.len() <= datagram.len());
-                self.out.push_back((from, response.clone()));
-                let sender = self.new_sender(now);
-                self.conns.insert(
-                    conn_id,
-                    Conn {
-                        session,
-                        sender,
-                        response,
-                        paths: (0..MAX_PATHS).map(|_| None).collect(),
-                        started: false,
-                        closed: false,
-                        last_heard: now,
-                        peer_ts: Time::ZERO,
-                    },
-                );
-            }
-            Err(e) => self.drops.count(e),
+        let idle_ms = (self.cfg.idle_timeout.0 / 1_000_000).min(u64::from(u32::MAX)) as u32;
+        let accepted = match respond(&self.psk, datagram, idle_ms, self.cfg.aead) {
+            Ok(a) => a,
+            Err(e) => return self.drops.count(e),
+        };
+        let unix_now = self.unix_at_zero.saturating_add(now.0);
+        match self.replay.admit(&mac1, accepted.hello.unix_ns, unix_now) {
+            Ok(()) => {}
+            Err(Refusal::Stale) => return self.drops.stale += 1,
+            Err(Refusal::Replayed) => return self.drops.replayed += 1,
+            Err(Refusal::Full) => return self.drops.over_capacity += 1,
         }
+        let ids = *accepted.session.path_ids();
+        if ids.iter().any(|id| self.ids.contains_key(id)) {
+            // Another connection's path id (one chance in ~10^7): the client tries again.
+            self.drops.over_capacity += 1;
+            return;
+        }
+        let source: Arc<dyn Source + Sync> = Arc::new(Offset {
+            inner: self.source.clone(),
+            start: accepted.hello.offset,
+        });
+        let sender = self.new_sender(now, source.len());
+        self.out.push_back((from, accepted.response.clone()));
+        for id in ids {
+            self.ids.insert(id, hs_id);
+        }
+        self.conns.insert(
+            hs_id,
+            Conn {
+                session: accepted.session,
+                sender,
+                source,
+                whole_len: self.source.len(),
+                response: accepted.response,
+                mac1,
+                origin: from,
+                open: false,
+                created: now,
+                idle: Dur::from_millis(u64::from(accepted.hello.idle_ms.max(1_000))),
+                paths: (0..MAX_PATHS).map(|_| None).collect(),
+                started: false,
+                closed: false,
+                last_heard: now,
+                peer_ts: Time::ZERO,
+            },
+        );
     }
 
-    /// Seals what connection `id`'s sender has to send.
-    fn flush(&mut self, now: Time, id: u32) {
-        let Some(conn) = self.conns.get_mut(&id) else {
+    /// Seals what connection `hs`'s sender has to send.
+    fn flush(&mut self, now: Time, hs: u32) {
+        let Some(conn) = self.conns.get_mut(&hs) else {
             return;
         };
         let mss = u64::from(conn.sender.data().mss());
@@ -374,42 +704,92 @@ impl Server {
             let Payload::Data(seg) = pkt.payload else {
                 continue;
             };
-            let Some(Some(path)) = conn.paths.get_mut(usize::from(pkt.subflow)) else {
+            let i = usize::from(pkt.subflow);
+            let Some(Some(path)) = conn.paths.get_mut(i) else {
                 continue;
             };
-            // The segment's bytes are read straight into the datagram, after the frame's
-            // fields, and sealed there: no copy, no allocation once the pool is warm.
             let len = seg.len as usize;
-            let mut d = self.pool.take();
-            let source = &self.source;
-            let read = conn.session.seal_with(Kind::Data, &mut d, |out| {
-                data_frame(&pkt, &seg, &[]).encode(out);
-                let at = out.len();
-                out.resize(at + len, 0);
-                source.read_at(seg.dseq * mss, &mut out[at..])
-            });
-            if read.is_err() {
-                self.pool.give(d);
+            let hold = path.hold_until.is_some_and(|t| now < t);
+            if HEADER_LEN + DATA_FIELDS + len + TAG_LEN <= path.max_datagram {
+                // The segment's bytes are read straight into the datagram, after the frame's
+                // fields, and sealed there: no copy, no allocation once the pool is warm.
+                let mut d = self.pool.take();
+                let source = &conn.source;
+                let read = conn.session.seal_with(i, Kind::Data, &mut d, |out| {
+                    data_frame(&pkt, &seg, &[]).encode(out);
+                    let at = out.len();
+                    out.resize(at + len, 0);
+                    source.read_at(seg.dseq * mss, &mut out[at..])
+                });
+                if read.is_err() {
+                    self.pool.give(d);
+                } else if hold && path.held.len() < HOLD_DATAGRAMS {
+                    path.held.push_back(d);
+                } else if path.budget.try_send(d.len()) {
+                    self.out.push_back((path.addr, d));
+                } else {
+                    self.drops.amplification += 1;
+                    self.pool.give(d);
+                }
                 continue;
             }
-            if path.budget.try_send(d.len()) {
-                self.out.push_back((path.addr, d));
-            } else {
-                self.drops.amplification += 1;
+            let buf = &mut self.payload[..len];
+            if conn.source.read_at(seg.dseq * mss, buf).is_err() {
+                continue;
+            }
+            // Too large for the path: two datagrams, each half of the segment.
+            let whole = data_frame(&pkt, &seg, buf);
+            let (a, b) = buf.split_at(len.div_ceil(2));
+            let half = |part, payload| match whole {
+                Frame::Data {
+                    subflow,
+                    gen,
+                    probe,
+                    seq,
+                    dseq,
+                    ts_val,
+                    ts_ecr,
+                    ..
+                } => Frame::Data {
+                    subflow,
+                    gen,
+                    probe,
+                    part,
+                    seq,
+                    dseq,
+                    ts_val,
+                    ts_ecr,
+                    payload,
+                },
+                _ => unreachable!(),
+            };
+            for frame in [half(Part::First, a), half(Part::Second, b)] {
+                let mut d = self.pool.take();
+                conn.session.seal(i, &frame, &mut d);
+                if hold && path.held.len() < HOLD_DATAGRAMS {
+                    path.held.push_back(d);
+                } else if path.budget.try_send(d.len()) {
+                    self.out.push_back((path.addr, d));
+                } else {
+                    self.drops.amplification += 1;
+                    self.pool.give(d);
+                }
             }
         }
         if conn.sender.data().finished() && !conn.closed {
             conn.closed = true;
-            for path in conn.paths.iter_mut().flatten().filter(|p| p.established) {
+            for (i, path) in conn.paths.iter_mut().enumerate() {
+                let Some(path) = path.as_mut().filter(|p| p.established) else {
+                    continue;
+                };
                 let mut d = vec![];
-                conn.session.seal(&stats_frame(&conn.sender), &mut d);
+                conn.session.seal(i, &stats_frame(&conn.sender), &mut d);
                 self.out.push_back((path.addr, d));
                 let mut d = vec![];
-                conn.session.seal(&Frame::Close { code: 0 }, &mut d);
+                conn.session.seal(i, &Frame::Close { code: 0 }, &mut d);
                 self.out.push_back((path.addr, d));
             }
         }
-        let _ = now;
     }
 
     pub fn poll_transmit(&mut self) -> Option<(SocketAddr, Vec<u8>)> {
@@ -425,30 +805,87 @@ impl Server {
         self.conns
             .values()
             .map(|c| {
-                let idle = c.last_heard + IDLE_TIMEOUT;
-                c.sender.poll_timeout().map_or(idle, |t| t.min(idle))
+                let retry = c
+                    .paths
+                    .iter()
+                    .flatten()
+                    .filter(|p| p.established)
+                    .filter_map(|p| p.pending.as_ref())
+                    .map(|v| v.sent + CHALLENGE_RETRY)
+                    .min();
+                let hold = c.paths.iter().flatten().filter_map(|p| p.hold_until).min();
+                let probe = c
+                    .paths
+                    .iter()
+                    .flatten()
+                    .filter_map(|p| p.probe.map(|(_, sent, _)| sent + CHALLENGE_RETRY))
+                    .min();
+                [c.sender.poll_timeout(), retry, hold, probe]
+                    .into_iter()
+                    .flatten()
+                    .fold(c.deadline(), Time::min)
             })
             .min()
     }
 
     pub fn handle_timeout(&mut self, now: Time) {
+        let ids = &mut self.ids;
         self.conns.retain(|_, c| {
-            now < c.last_heard + IDLE_TIMEOUT
+            let keep = now < c.deadline()
                 && !(c.closed
                     && c.sender.data().finished()
-                    && now > c.last_heard + Dur::from_secs(2))
+                    && now > c.last_heard + Dur::from_secs(2));
+            if !keep {
+                for id in c.session.path_ids() {
+                    ids.remove(id);
+                }
+            }
+            keep
         });
-        let ids: Vec<u32> = self.conns.keys().copied().collect();
-        for id in ids {
-            let conn = self.conns.get_mut(&id).expect("listed");
+        let hs_ids: Vec<u32> = self.conns.keys().copied().collect();
+        for hs in hs_ids {
+            let conn = self.conns.get_mut(&hs).expect("listed");
+            for (i, path) in conn.paths.iter_mut().enumerate() {
+                let Some(path) = path.as_mut().filter(|p| p.established) else {
+                    continue;
+                };
+                if path.hold_until.is_some_and(|t| now >= t) {
+                    // No proof in time: the held datagrams go where the path was.
+                    path.release(&mut self.out);
+                }
+                if let Some((_, sent, tries)) = path.probe {
+                    if now >= sent + CHALLENGE_RETRY {
+                        if tries >= CHALLENGE_TRIES {
+                            // Full-size datagrams do not cross: split segments it is.
+                            path.probe = None;
+                        } else {
+                            path::probe(&mut conn.session, path, &mut self.out, i, now, tries + 1);
+                        }
+                    }
+                }
+                let Some(v) = path.pending.as_mut() else {
+                    continue;
+                };
+                if now < v.sent + CHALLENGE_RETRY {
+                    continue;
+                }
+                if v.tries >= CHALLENGE_TRIES {
+                    // No answer from there: the path stays where it was.
+                    path.pending = None;
+                    continue;
+                }
+                v.tries += 1;
+                v.sent = now;
+                path::challenge(&mut conn.session, v, &mut self.out, &mut self.drops, i);
+            }
             if conn.sender.poll_timeout().is_some_and(|t| t <= now) {
                 conn.sender.handle_timeout(now);
             }
-            self.flush(now, id);
+            self.flush(now, hs);
         }
     }
 
-    /// Bytes each subflow of connection `id` has sent (payload, retransmissions included).
+    /// The sender of the connection whose handshake id is `id`.
     pub fn sender(&self, id: u32) -> Option<&Sender> {
         self.conns.get(&id).map(|c| &c.sender)
     }

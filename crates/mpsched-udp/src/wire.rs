@@ -3,25 +3,30 @@
 //! allocates from what a datagram says.
 //!
 //! ```text
-//! handshake:  kind|version (1)  conn_id (4)  Noise message
+//! handshake:  kind|version (1)  conn_id (4)  body (Initial, Response, Cookie, Reset)
 //! protected:  kind|version (1)  conn_id (4)  packet number (6)  AEAD(frame) (frame + 16)
 //! frame:      kind (1) then the kind's fields, big-endian
 //! ```
-//! The clear header is bound to the frame: the packet number is the AEAD nonce, the kind is
-//! repeated inside the frame, and the connection id selects the key.
+//! The clear header is bound to the frame: it is the AEAD's associated data, the packet number
+//! is its nonce, the kind is repeated inside the frame, and the connection id (one per path)
+//! selects the connection.
 
 use std::fmt;
 
-/// 2: the AEAD suite negotiated in the handshake, the clear header authenticated as associated
-/// data (docs/wire.md).
+/// 2: the handshake bound to version and connection id, per-path connection ids, path
+/// challenges, cookies and resets (issue 28); the AEAD suite negotiated in the handshake and
+/// the clear header authenticated as associated data (issue 29). docs/wire.md.
 pub const VERSION: u8 = 2;
 /// UDP payload on a 1,500-byte path (IPv4: 20 + 8 bytes of headers).
 pub const MAX_DATAGRAM: usize = 1472;
+/// UDP payload on a 1,500-byte IPv6 path (40 + 8 bytes of headers): where a path over IPv6
+/// starts (RFC 8899's probing may raise it to `MAX_DATAGRAM`).
+pub const IPV6_DATAGRAM: usize = 1452;
 /// Kind, connection id, packet number.
 pub const HEADER_LEN: usize = 11;
 /// Kind and connection id of a handshake datagram.
 pub const HANDSHAKE_HEADER_LEN: usize = 5;
-/// The AEAD's tag (ChaCha20-Poly1305).
+/// The AEAD's tag (AES-128-GCM and ChaCha20-Poly1305 alike).
 pub const TAG_LEN: usize = 16;
 /// A data frame's fields before its payload (kind included).
 pub const DATA_FIELDS: usize = 20;
@@ -49,7 +54,7 @@ pub struct SubflowStats {
     pub cwnd: u32,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum Kind {
     /// Client to server: the first Noise message (it proves the pre-shared key).
@@ -64,6 +69,17 @@ pub enum Kind {
     Close = 7,
     /// The server's counters per subflow (the answer to a Close).
     Stats = 8,
+    /// A random 64-bit value the peer must send back from the address it went to (path
+    /// validation, RFC 9000 8.2), padded to probe a datagram size.
+    Challenge = 9,
+    /// The answer to a Challenge.
+    Proof = 10,
+    /// Server to client, instead of a Response under load: a cookie sealed to the Initial,
+    /// which the client's next Initial must carry (WireGuard's cookie reply).
+    Cookie = 11,
+    /// Server to client: a connection id the server does not know, with the token only the
+    /// holders of the secret can derive for it (a stateless reset, RFC 9000 10.3).
+    Reset = 12,
 }
 
 impl Kind {
@@ -77,12 +93,20 @@ impl Kind {
             6 => Kind::JoinAck,
             7 => Kind::Close,
             8 => Kind::Stats,
+            9 => Kind::Challenge,
+            10 => Kind::Proof,
+            11 => Kind::Cookie,
+            12 => Kind::Reset,
             _ => return Err(WireError::Kind(v)),
         })
     }
 
+    /// Datagrams outside the transport keys: no packet number, no frame.
     pub fn is_handshake(self) -> bool {
-        matches!(self, Kind::Initial | Kind::Response)
+        matches!(
+            self,
+            Kind::Initial | Kind::Response | Kind::Cookie | Kind::Reset
+        )
     }
 }
 
@@ -176,6 +200,17 @@ pub struct SackBlock {
     pub end: u32,
 }
 
+/// Which bytes of a segment a Data frame carries: all of them, or one half of a segment split
+/// over two datagrams for a path whose datagrams cannot hold it whole (IPv6 on a 1,500-byte
+/// link: 1,452 bytes of UDP payload). The first half is the segment's first `ceil(len / 2)`
+/// bytes; the receiver takes the segment when both halves are in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    Whole,
+    First,
+    Second,
+}
+
 /// What a protected datagram carries, once decrypted. Sequence numbers and timestamps are the
 /// low 32 bits of the core's; `expand` restores them.
 // A Stats frame is the largest (8 subflows' counters, ~400 bytes): frames live briefly on the
@@ -187,6 +222,7 @@ pub enum Frame<'a> {
         subflow: u8,
         gen: u8,
         probe: bool,
+        part: Part,
         seq: u32,
         dseq: u32,
         /// Microseconds on the sender's clock.
@@ -212,14 +248,15 @@ pub enum Frame<'a> {
         gen: u8,
         ts_val: u32,
     },
-    /// The server's answer to a Join: its timestamp, which the client's first ACK on the path
-    /// must echo from the same address, and the stream's length (`u64::MAX`: endless).
+    /// The server's answer to a Join: a random challenge, which the client's Proof on the
+    /// path must carry back from the same address, and the whole stream's length, from its
+    /// first byte whatever offset was asked for (`u64::MAX`: endless).
     JoinAck {
         subflow: u8,
         gen: u8,
-        ts_val: u32,
         ts_ecr: u32,
         size: u64,
+        challenge: u64,
     },
     Close {
         code: u8,
@@ -228,9 +265,33 @@ pub enum Frame<'a> {
         count: u8,
         subflows: [SubflowStats; MAX_STATS],
     },
+    /// `pad` zero bytes follow: a probe of the path's datagram size.
+    Challenge {
+        subflow: u8,
+        data: u64,
+        pad: u16,
+    },
+    Proof {
+        subflow: u8,
+        data: u64,
+    },
 }
 
 impl Frame<'_> {
+    /// The subflow (path) a frame names, if it names one: it must be the path whose
+    /// connection id it came with.
+    pub fn subflow(&self) -> Option<u8> {
+        match *self {
+            Frame::Data { subflow, .. }
+            | Frame::Ack { subflow, .. }
+            | Frame::Join { subflow, .. }
+            | Frame::JoinAck { subflow, .. }
+            | Frame::Challenge { subflow, .. }
+            | Frame::Proof { subflow, .. } => Some(subflow),
+            Frame::Close { .. } | Frame::Stats { .. } => None,
+        }
+    }
+
     pub fn kind(&self) -> Kind {
         match self {
             Frame::Data { .. } => Kind::Data,
@@ -239,6 +300,8 @@ impl Frame<'_> {
             Frame::JoinAck { .. } => Kind::JoinAck,
             Frame::Close { .. } => Kind::Close,
             Frame::Stats { .. } => Kind::Stats,
+            Frame::Challenge { .. } => Kind::Challenge,
+            Frame::Proof { .. } => Kind::Proof,
         }
     }
 
@@ -249,13 +312,19 @@ impl Frame<'_> {
                 subflow,
                 gen,
                 probe,
+                part,
                 seq,
                 dseq,
                 ts_val,
                 ts_ecr,
                 payload,
             } => {
-                out.extend_from_slice(&[subflow, gen, u8::from(probe)]);
+                let part = match part {
+                    Part::Whole => 0,
+                    Part::First => 2,
+                    Part::Second => 4,
+                };
+                out.extend_from_slice(&[subflow, gen, u8::from(probe) | part]);
                 for v in [seq, dseq, ts_val, ts_ecr] {
                     out.extend_from_slice(&v.to_be_bytes());
                 }
@@ -293,14 +362,23 @@ impl Frame<'_> {
             Frame::JoinAck {
                 subflow,
                 gen,
-                ts_val,
                 ts_ecr,
                 size,
+                challenge,
             } => {
                 out.extend_from_slice(&[subflow, gen]);
-                out.extend_from_slice(&ts_val.to_be_bytes());
                 out.extend_from_slice(&ts_ecr.to_be_bytes());
                 out.extend_from_slice(&size.to_be_bytes());
+                out.extend_from_slice(&challenge.to_be_bytes());
+            }
+            Frame::Challenge { subflow, data, pad } => {
+                out.push(subflow);
+                out.extend_from_slice(&data.to_be_bytes());
+                out.resize(out.len() + usize::from(pad), 0);
+            }
+            Frame::Proof { subflow, data } => {
+                out.push(subflow);
+                out.extend_from_slice(&data.to_be_bytes());
             }
             Frame::Close { code } => out.push(code),
             Frame::Stats { count, subflows } => {
@@ -341,10 +419,17 @@ impl<'a> Frame<'a> {
                 if payload.len() > MAX_PAYLOAD {
                     return Err(WireError::TooLong);
                 }
+                let part = match flags & 6 {
+                    0 => Part::Whole,
+                    2 => Part::First,
+                    4 => Part::Second,
+                    _ => return Err(WireError::Mismatch),
+                };
                 Frame::Data {
                     subflow,
                     gen,
                     probe: flags & 1 != 0,
+                    part,
                     seq,
                     dseq,
                     ts_val,
@@ -387,9 +472,26 @@ impl<'a> Frame<'a> {
             Kind::JoinAck => Frame::JoinAck {
                 subflow: r.u8()?,
                 gen: r.u8()?,
-                ts_val: r.u32()?,
                 ts_ecr: r.u32()?,
                 size: r.u64()?,
+                challenge: r.u64()?,
+            },
+            Kind::Challenge => {
+                let (subflow, data) = (r.u8()?, r.u64()?);
+                let pad = std::mem::take(&mut r.0);
+                // Padding is zeros (anything else is not this format).
+                if pad.iter().any(|&b| b != 0) {
+                    return Err(WireError::Trailing);
+                }
+                Frame::Challenge {
+                    subflow,
+                    data,
+                    pad: u16::try_from(pad.len()).map_err(|_| WireError::TooLong)?,
+                }
+            }
+            Kind::Proof => Frame::Proof {
+                subflow: r.u8()?,
+                data: r.u64()?,
             },
             Kind::Close => Frame::Close { code: r.u8()? },
             Kind::Stats => {
@@ -414,7 +516,9 @@ impl<'a> Frame<'a> {
                 }
                 Frame::Stats { count, subflows }
             }
-            Kind::Initial | Kind::Response => return Err(WireError::Kind(kind as u8)),
+            Kind::Initial | Kind::Response | Kind::Cookie | Kind::Reset => {
+                return Err(WireError::Kind(kind as u8))
+            }
         };
         if !r.0.is_empty() {
             return Err(WireError::Trailing);
@@ -482,6 +586,7 @@ mod tests {
             subflow: 1,
             gen: 2,
             probe: true,
+            part: Part::Second,
             seq: u32::MAX,
             dseq: 12,
             ts_val: 3,
@@ -511,10 +616,29 @@ mod tests {
         roundtrip(Frame::JoinAck {
             subflow: 3,
             gen: 1,
-            ts_val: 7,
             ts_ecr: 99,
             size: u64::MAX - 1,
+            challenge: 0x0123_4567_89ab_cdef,
         });
+        roundtrip(Frame::Proof {
+            subflow: 2,
+            data: u64::MAX,
+        });
+        let mut probe = vec![];
+        let f = Frame::Challenge {
+            subflow: 1,
+            data: 42,
+            pad: 1000,
+        };
+        f.encode(&mut probe);
+        assert_eq!(probe.len(), 1 + 1 + 8 + 1000);
+        assert_eq!(Frame::decode(Kind::Challenge, &probe), Ok(f));
+        *probe.last_mut().unwrap() = 1;
+        assert_eq!(
+            Frame::decode(Kind::Challenge, &probe),
+            Err(WireError::Trailing),
+            "padding is zeros"
+        );
         roundtrip(Frame::Close { code: 0 });
         let mut subflows = [SubflowStats::default(); MAX_STATS];
         subflows[1] = SubflowStats {
@@ -540,7 +664,13 @@ mod tests {
 
     #[test]
     fn headers_round_trip_and_bad_ones_are_named() {
-        for kind in [Kind::Initial, Kind::Data, Kind::Ack] {
+        for kind in [
+            Kind::Initial,
+            Kind::Reset,
+            Kind::Data,
+            Kind::Ack,
+            Kind::Proof,
+        ] {
             let h = Header {
                 kind,
                 conn_id: 0xdead_beef,
@@ -555,9 +685,14 @@ mod tests {
         assert_eq!(Header::decode(&[]), Err(WireError::Short));
         assert_eq!(
             Header::decode(&[0x13, 0, 0, 0, 0]),
-            Err(WireError::Version(1))
+            Err(WireError::Version(1)),
+            "version 1 is not spoken any more"
         );
         assert_eq!(Header::decode(&[0x20, 0, 0, 0, 0]), Err(WireError::Kind(0)));
+        assert_eq!(
+            Header::decode(&[0x2d, 0, 0, 0, 0]),
+            Err(WireError::Kind(13))
+        );
         assert_eq!(
             Header::decode(&[0x23, 0, 0, 0, 0, 1]),
             Err(WireError::Short)

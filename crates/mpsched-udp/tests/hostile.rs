@@ -1,8 +1,10 @@
 //! Every byte a network hands over is hostile: random, mutated, truncated, replayed and forged
-//! datagrams, an unauthenticated flood, and a redirected path, against a live connection.
-//! Nothing panics, every bad datagram is dropped and counted, none reaches the connection (the
-//! stream still arrives whole), and an address that has not proved itself never gets more
-//! than three times what came from it.
+//! datagrams of every kind (Initials, Responses, cookies, resets, challenges and proofs among
+//! them), an unauthenticated flood, and a redirected path, against a live connection, on both
+//! ends. Nothing panics, every bad datagram is dropped and counted, none reaches the
+//! connection (the stream still arrives whole), the only answer any draws is a stateless
+//! reset smaller than itself, and an address that has not proved itself never gets more than
+//! three times what came from it.
 //!
 //! The number of hostile datagrams per test is `MPSCHED_FUZZ_N` (default 20,000; run once with
 //! 1,000,000, see docs/wire.md).
@@ -10,8 +12,8 @@
 use mpsched_core::{Dur, Time};
 use mpsched_udp::aead::Suite;
 use mpsched_udp::client::{Client, ClientConfig};
-use mpsched_udp::server::{Drops, Server, ServerConfig};
-use mpsched_udp::session::Psk;
+use mpsched_udp::server::{Server, ServerConfig};
+use mpsched_udp::session::{cookie_reply, reset_datagram, Psk};
 use mpsched_udp::source::{Pattern, Source};
 use mpsched_udp::wire::{Header, Kind, MAX_DATAGRAM};
 use std::net::SocketAddr;
@@ -46,7 +48,7 @@ const ATTACKER: SocketAddr = SocketAddr::new(
 );
 
 fn psk() -> Psk {
-    Psk::from_secret(&[7; 32]).unwrap()
+    Psk::from_secret(b"ZfJ8Qv3m0yq1sX7e2k9LhT4uNcB6aWdRgPiEoY5jVzM=").unwrap()
 }
 
 fn pair(size: u64, paths: usize) -> (Client, Server) {
@@ -68,10 +70,6 @@ fn pair_with(size: u64, paths: usize, aead: Option<Suite>) -> (Client, Server) {
         Time::ZERO,
     );
     (client, server)
-}
-
-fn total(d: &Drops) -> u64 {
-    d.malformed + d.unauthenticated + d.replayed + d.unknown_connection + d.over_capacity
 }
 
 /// A datagram drawn from `valid` (the client's real ones): random bytes, a bit flipped, cut
@@ -122,11 +120,19 @@ fn attack(suite: Suite) {
     let (mut client, mut server) = pair_with(size, 2, Some(suite));
     let mut now = Time::ZERO;
     let mut log = vec![];
+    let mut served = vec![];
     let mut offset = 0u64;
     // Part of the transfer first, to have live keys, windows and timers to attack.
-    for _ in 0..12 {
+    for i in 0..12 {
         let mut step = vec![];
-        pump_once(&mut client, &mut server, &mut now, &mut step);
+        if i == 6 {
+            // A silence: the client's keepalive challenge and the server's proof join the
+            // datagrams to mutate.
+            now += Dur::from_millis(1_200);
+            client.handle_timeout(now);
+            server.handle_timeout(now);
+        }
+        pump_logged(&mut client, &mut server, &mut now, &mut step, &mut served);
         drain(&mut client, &mut offset);
         log.extend(step);
     }
@@ -137,27 +143,76 @@ fn attack(suite: Suite) {
         .filter(|d| Header::decode(d).is_ok_and(|(h, _)| h.kind != Kind::Initial))
         .collect();
     assert!(valid.len() > 100);
+    // What the server sent, and handshake kinds of its own the client must shrug off: a
+    // Response, a cookie for the client's Initial, a reset for one of the client's ids.
+    let initial = log
+        .iter()
+        .find(|(_, d)| Header::decode(d).is_ok_and(|(h, _)| h.kind == Kind::Initial))
+        .map(|(_, d)| d.clone())
+        .expect("the Initial");
+    let mut from_server: Vec<Vec<u8>> = served.clone();
+    from_server.push(cookie_reply(&psk(), &initial, &[3; 16]));
+    let data_id = served
+        .iter()
+        .find_map(|d| Header::decode(d).ok().filter(|(h, _)| h.kind == Kind::Data))
+        .map(|(h, _)| h.conn_id)
+        .unwrap();
+    let reset = reset_datagram(&psk(), data_id);
+    from_server.push(reset.clone());
+    let mut to_server = valid.clone();
+    to_server.push(initial.clone());
+    for kind in [
+        Kind::Initial,
+        Kind::Response,
+        Kind::Data,
+        Kind::JoinAck,
+        Kind::Challenge,
+        Kind::Proof,
+        Kind::Reset,
+    ] {
+        assert!(
+            to_server
+                .iter()
+                .chain(&from_server)
+                .any(|d| Header::decode(d).is_ok_and(|(h, _)| h.kind == kind)),
+            "{kind:?} among the datagrams mutated"
+        );
+    }
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let before = server.drops;
     let mut replays = 0;
     let hostile_n = n();
+    let (mut resets, mut reset_bytes, mut trigger_bytes) = (0u64, 0usize, 0usize);
     for _ in 0..hostile_n {
-        let (d, replay) = hostile(&mut rng, &valid);
-        let counted = total(&server.drops);
+        let (d, replay) = hostile(&mut rng, &to_server);
+        let counted = server.drops.total();
         server.handle(now, addr(rng.below(2) as usize), &d);
         // Every hostile datagram is dropped and counted (a flipped bit in a packet number
         // already seen counts as a replay: that check comes before decryption).
-        assert_eq!(total(&server.drops), counted + 1, "{d:?}");
+        assert_eq!(server.drops.total(), counted + 1, "{d:?}");
         replays += u64::from(replay);
-        let (c, _) = hostile(&mut rng, &valid);
+        // The only answer: a reset, to a datagram naming no connection, smaller than it.
+        while let Some((_, answer)) = server.poll_transmit() {
+            assert_eq!(Header::decode(&answer).unwrap().0.kind, Kind::Reset);
+            assert!(answer.len() < d.len());
+            resets += 1;
+            reset_bytes += answer.len();
+            trigger_bytes += d.len();
+        }
+        let (c, replay) = hostile(&mut rng, &from_server);
+        if replay && c == reset {
+            // A genuine reset is not hostile: the server really lost the connection.
+            continue;
+        }
+        let counted = client.drops.total();
         client.handle(now, rng.below(2) as usize, &c);
+        assert_eq!(client.drops.total(), counted + 1, "{c:?}");
+        assert!(client.failed().is_none(), "{c:?} ended the connection");
     }
     assert!(server.drops.replayed >= before.replayed + replays);
-    assert_eq!(
-        server.poll_transmit().map(|(a, _)| a),
-        None,
-        "no answer to any of them"
-    );
+    // A reset for each datagram naming no connection, unless too short to be outsized.
+    assert!(resets > 0 && resets <= server.drops.unknown_connection);
+    assert!(reset_bytes < trigger_bytes);
     // The connection is unharmed: the stream completes, byte for byte.
     for _ in 0..100_000 {
         pump_once(&mut client, &mut server, &mut now, &mut vec![]);
@@ -174,8 +229,9 @@ fn attack(suite: Suite) {
     assert_eq!(offset, size);
     assert_eq!(client.suite(), Some(suite));
     eprintln!(
-        "{hostile_n} hostile datagrams each way ({suite}); server drops {:?}",
-        server.drops
+        "{hostile_n} hostile datagrams each way ({suite}); server drops {:?}; {resets} resets \
+         ({reset_bytes} bytes for {trigger_bytes}); client drops {:?}",
+        server.drops, client.drops
     );
 }
 
@@ -196,12 +252,24 @@ fn pump_once(
     now: &mut Time,
     log: &mut Vec<(SocketAddr, Vec<u8>)>,
 ) {
+    pump_logged(client, server, now, log, &mut vec![]);
+}
+
+/// One round, keeping the client's datagrams in `log` and the server's in `served`.
+fn pump_logged(
+    client: &mut Client,
+    server: &mut Server,
+    now: &mut Time,
+    log: &mut Vec<(SocketAddr, Vec<u8>)>,
+    served: &mut Vec<Vec<u8>>,
+) {
     while let Some((p, d)) = client.poll_transmit() {
         log.push((addr(p), d.clone()));
         server.handle(*now, addr(p), &d);
     }
     while let Some((to, d)) = server.poll_transmit() {
         if let Some(p) = (0..8).find(|&p| addr(p) == to) {
+            served.push(d.clone());
             client.handle(*now, p, &d);
         }
     }
@@ -218,9 +286,7 @@ fn an_unauthenticated_flood_gets_no_answer() {
     for _ in 0..flood {
         // Initials of the right size and kind, from a spoofed address, without the key.
         let mut d = vec![mpsched_udp::wire::VERSION << 4 | Kind::Initial as u8];
-        let rest =
-            mpsched_udp::wire::HANDSHAKE_HEADER_LEN - 1 + mpsched_udp::session::HANDSHAKE_MSG_LEN;
-        d.extend((0..rest).map(|_| rng.next() as u8));
+        d.extend((1..mpsched_udp::session::INITIAL_LEN).map(|_| rng.next() as u8));
         server.handle(Time::ZERO, ATTACKER, &d);
     }
     assert_eq!(server.drops.unauthenticated, flood);

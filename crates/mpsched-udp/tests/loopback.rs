@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 #[test]
 fn a_stream_crosses_two_loopback_paths_whole() {
-    let psk = Psk::from_secret(b"a test secret of at least 32 bytes!").unwrap();
+    let psk = Psk::from_secret(b"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f")
+        .unwrap();
     let size = 50_000_000u64;
     let source: Arc<dyn Source + Sync> = Arc::new(Pattern { len: Some(size) });
     let server_psk = psk.clone();

@@ -88,7 +88,7 @@ fn transfer_with(
     limit: Dur,
     client_cfg: ClientConfig,
 ) -> (Client, Server, Time) {
-    let psk = Psk::from_secret(&[42; 32]).unwrap();
+    let psk = Psk::from_secret(b"buSuzgbRxSxu93c2DEIjCzkDV70SLX6gxfQrEThmej0=").unwrap();
     let source: Arc<dyn Source + Sync> = Arc::new(Pattern { len: Some(size) });
     let cfg = ServerConfig {
         scheduler: scheduler.into(),

@@ -28,6 +28,7 @@ _COMMANDS = {
     "calibrate": ("calibrate", "calibrate_command"),
     "serve": ("transport", "serve_command"),
     "get": ("transport", "get_command"),
+    "keygen": ("transport", "keygen_command"),
     "sweep": ("sweep", "sweep_command"),
     "plot": ("plot", "plot_command"),
     "compare": ("plot", "compare_command"),
