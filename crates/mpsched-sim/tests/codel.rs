@@ -214,3 +214,46 @@ fn codel_resumes_near_the_last_drop_rate_when_it_re_enters_soon() {
         second.len()
     );
 }
+
+/// One small block (one full-sized segment: the model pads blocks to whole segments, 1.2 ms
+/// at 10 Mbit/s) every 100 ms from the main connection, beside `bulk_flows` CUBIC flows on one
+/// 10 Mbit/s path (20 ms each way) under FQ-CoDel: the blocks' delays (write to delivery),
+/// in ms.
+fn sparse_beside(bulk_flows: u64) -> mpsched_sim::summary::Quantiles {
+    use mpsched_sim::config::Workload;
+    let mut c = crowd(bulk_flows + 1, 10, 30);
+    c.paths[0].down.codel = None;
+    c.paths[0].down.fq_codel = Some(CodelSpec {
+        target_ns: 5 * MS,
+        interval_ns: 100 * MS,
+    });
+    c.workload = Workload::Rate {
+        rate_bps: 500 * 8 * 10,
+        block_bytes: 500,
+        warmup_ns: 5 * S,
+    };
+    let s = Simulation::new(c, false).unwrap().run().summary;
+    assert!(s.blocks_delivered.unwrap() > 200);
+    s.block_delay_ms.expect("blocks timed")
+}
+
+/// RFC 8290 section 4.1: a flow with nothing queued that gets a packet goes on the list of
+/// new flows, which the scheduler serves before the old ones, so a sparse flow's packet
+/// waits for the packet being sent (1.2 ms here) and for other flows new at that moment (a
+/// bulk flow whose queue ran empty), not for the backlogged ones. Plain deficit round robin,
+/// which appends it to the one list, makes it wait for a quantum (1514 bytes, 1.2 ms) of
+/// each of the eight bulk flows: some 10 ms every time.
+#[test]
+fn fq_codel_serves_a_new_flow_before_the_old_ones() {
+    let alone = sparse_beside(0);
+    // 20 ms of propagation and 1.2 ms of serialization; the quantiles' buckets are 1/128
+    // wide.
+    let base = 20.0 + 1.2;
+    assert!((alone.max - base).abs() < 0.01, "alone: {alone:?} ms");
+    let d = sparse_beside(8);
+    let packet = 1.2;
+    assert!(d.p50 < base + packet, "block delay {d:?} ms");
+    // The worst block: behind a few new flows at most, well short of the eight quanta of a
+    // round.
+    assert!(d.max < base + 4.0 * packet, "block delay {d:?} ms");
+}
