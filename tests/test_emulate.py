@@ -2,7 +2,8 @@
 end to end, and clean-up after a run and after an interruption.
 
 These tests need root, network namespaces and TUN devices (and MPTCP for the MPTCP ones); they
-skip with the reason where those are missing.
+skip with the reason where those are missing, unless ``MPSCHED_REQUIRE_TESTBED=1`` (CI): then a
+missing root, TUN or namespace fails them (``kernel_testbed.py``).
 """
 
 from __future__ import annotations
@@ -36,12 +37,10 @@ from mpsched.testbed import (
 )
 
 from .conftest import ROOT
+from .kernel_testbed import MISSING as _MISSING
+from .kernel_testbed import needs_testbed
 from .tshark import needs_tshark, packets
 
-_MISSING = missing_capabilities("tcp")
-needs_testbed = pytest.mark.skipif(
-    _MISSING is not None, reason=f"kernel testbed unavailable: {_MISSING}"
-)
 _MISSING_MPTCP = _MISSING or missing_capabilities("mptcp")
 needs_mptcp = pytest.mark.skipif(
     _MISSING_MPTCP is not None, reason=f"kernel MPTCP testbed unavailable: {_MISSING_MPTCP}"
