@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pyarrow as pa
 import pytest
 
 import mpsched
 from mpsched.api import table_from_columns
+from mpsched.errors import ScenarioError
 
 TOML = """
 duration = "5s"
@@ -135,3 +138,28 @@ def test_a_result_shows_itself_briefly_and_as_html_in_a_notebook(native: ModuleT
     assert page.count("<table") == 2  # the summary, then the subflows
     for name in ("wifi", "lte", "goodput_mbps", "ooo_delay_ms.mean"):
         assert f"<th>{name}</th>" in page
+
+
+_NATIVE_KEY = re.compile(r"_ns\b|_bps\b|_bytes\b|\bpaths\[|\.down\.|\.up\.|\bflows\[|\blinks\[")
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {
+            "connection.scheduler": "stms-a",
+            "connection.scheduler_params.adjust_interval": "5 parsecs",
+        },
+        {"connection.scheduler_params.lambda": -1, "connection.scheduler": "bm"},
+        {"connection.scheduler_params.nope": 1},
+        {"path.wifi.rate": "0Mbps"},
+        {"path.wifi.loss": 1.5},
+        {"connection.stack": "out-of-tree", "connection.scheduler": "linux"},
+        {"workload.kind": "rate", "workload.rate": "0Mbps"},
+    ],
+)
+def test_no_error_names_a_native_key(overrides: dict[str, Any]) -> None:
+    """Bad input is reported in the scenario file's words, whichever side found it."""
+    with pytest.raises(ScenarioError) as info:
+        mpsched.run(duration="1s", **overrides)
+    assert not _NATIVE_KEY.search(str(info.value)), str(info.value)

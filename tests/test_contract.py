@@ -161,3 +161,157 @@ def test_a_scheduler_duration_needs_its_unit() -> None:
         mpsched.run(
             scheduler="stms-a", duration="1s", **{"connection.scheduler_params.adjust_interval": 60}
         )
+
+
+def test_every_duration_has_one_grammar() -> None:
+    """Python's scenario units and the core's scheduler parameters read durations with the
+    same units (the contract publishes the core's), so `jitter = "50µs"` and
+    `adjust_interval = "50µs"` both work."""
+    from mpsched.units import _DURATION_UNITS
+
+    assert dict(contract.contract()["duration_units"]) == _DURATION_UNITS
+    out = mpsched.run(
+        scheduler="stms-a",
+        duration="1s",
+        **{"connection.scheduler_params.adjust_interval": "50µs", "path.wifi.jitter": "50µs"},
+    )
+    assert out.summary["bytes_delivered"] > 0
+
+
+# Scenario files that between them set every key the scenario file has; their normalized
+# forms must use every key of the core's configuration (`mpsched_scenario::keys`).
+_EVERY_KEY = [
+    """
+duration = "10s"
+seed = 3
+[connection]
+protocol = "mptcp"
+scheduler = "stms-a"
+scheduler_params = { adjust_interval = "60ms" }
+congestion = "lia"
+sndbuf = "1MiB"
+sndbuf_autotune = false
+rcvbuf = "2MiB"
+rcvbuf_initial = "64KiB"
+rcvbuf_autotune = false
+window_ratio = 0.5
+stack = "out-of-tree"
+loss_recovery = "classic"
+timer_hz = 1000
+timer_phase = "1ms"
+paths = ["a", "b"]
+[workload]
+kind = "file"
+size = "1MB"
+write_chunk = "128KiB"
+[[path]]
+name = "a"
+rate = "10Mbps"
+rate_up = "5Mbps"
+delay_down = "10ms"
+delay_up = "5ms"
+queue = "100pkt"
+queue_up = "50ms"
+loss_burst = 2
+loss = 0.001
+ack_loss = 0.001
+ack_loss_burst = 2
+jitter = "1ms"
+jitter_up = "1ms"
+reorder = true
+aqm = "codel"
+via = ["s"]
+backup = true
+[[path.schedule]]
+at = "1s"
+rate = "5Mbps"
+delay_down = "20ms"
+delay_up = "10ms"
+jitter = "2ms"
+jitter_up = "2ms"
+state = "down"
+[[path.schedule]]
+at = "2s"
+state = "gone"
+[[path.schedule]]
+at = "3s"
+state = "up"
+[[path]]
+name = "b"
+trace = "traces/lte-steps.trace"
+trace_up = "traces/lte-steps.trace"
+rtt = "40ms"
+aqm = "fq_codel"
+gilbert_elliott = { p = 0.01, r = 0.5, loss_good = 0.0, loss_bad = 0.5 }
+[[path]]
+name = "c"
+rate = "10Mbps"
+rtt = "40ms"
+[[link]]
+name = "s"
+rate = "20Mbps"
+rtt = "2ms"
+[[flow]]
+count = 2
+start = "1s"
+protocol = "mptcp"
+scheduler = "minrtt"
+congestion = "cubic"
+size = "100KB"
+paths = ["a", "c"]
+""",
+    """
+duration = "10s"
+[workload]
+kind = "rate"
+rate = "1Mbps"
+block = "8KiB"
+[[path]]
+name = "a"
+rate = "10Mbps"
+rtt = "10ms"
+""",
+]
+
+
+def _keys(value: object, table: str, out: dict[str, set[str]]) -> None:
+    """The keys of a normalized scenario, by the configuration table they belong to."""
+    nested = {
+        "paths": "path",
+        "down": "link",
+        "up": "link",
+        "schedule": "change",
+        "flows": "flow",
+        "links": "shared_link",
+        "codel": "codel",
+        "fq_codel": "codel",
+        "gilbert_elliott": "gilbert_elliott",
+    }
+    if isinstance(value, list):
+        for v in value:
+            _keys(v, table, out)
+    elif isinstance(value, dict) and table:
+        for k, v in value.items():
+            out.setdefault(table, set()).add(k)
+            if k in nested:
+                _keys(v, nested.get(k, ""), out)
+
+
+def test_python_writes_every_key_of_the_core_s_scenario_and_no_other(tmp_path: Path) -> None:
+    """A key of the core's configuration that Python never writes is unreachable from a
+    scenario file (a `#[serde(default)]` nobody can set); one Python writes and the core does
+    not read is refused at run time. Both fail here."""
+    from mpsched.scenario import load
+    from mpsched.scenario.native import to_native
+
+    (tmp_path / "traces").symlink_to(ROOT / "scenarios" / "traces")
+    written: dict[str, set[str]] = {}
+    for k, text in enumerate(_EVERY_KEY):
+        path = tmp_path / f"s{k}.toml"
+        path.write_text(text)
+        _keys(to_native(load(path)), "scenario", written)
+    declared = {table: set(keys) for table, keys in contract.contract()["scenario_keys"]}
+    assert set(written) == set(declared)
+    for table, keys in declared.items():
+        assert written[table] <= keys, f"{table}: Python only {written[table] - keys}"
+        assert keys <= written[table], f"{table}: core only {keys - written[table]}"

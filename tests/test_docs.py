@@ -182,12 +182,3 @@ def test_the_quick_start_says_what_pip_install_is_doing_and_for_how_long() -> No
     assert "pip install ." in quick and "cargo" in quick
     assert re.search(r"\d+ to \d+ minutes", quick), "how long a first build takes"
     assert "pip install -v ." in quick, "how to see cargo's progress"
-
-
-def test_the_worked_scheduler_on_the_page_is_the_file_the_tests_compile() -> None:
-    """docs/extending.md shows docs/extending/widest.rs, which the core's and the conservation
-    property's tests compile and run: the page cannot drift from code that works."""
-    page = (ROOT / "docs" / "extending.md").read_text()
-    start = page.index("```rust\n//! Widest window first") + len("```rust\n")
-    shown = page[start : page.index("```\n", start)]
-    assert shown == (ROOT / "docs" / "extending" / "widest.rs").read_text()

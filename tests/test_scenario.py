@@ -629,3 +629,27 @@ def test_bad_address_changes_name_the_entry(
     with pytest.raises(ScenarioError) as err:
         load(raw)
     assert message in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("native", "toml"),
+    [
+        ("paths[0].down.jitter_ns: must be >= 0", "path[0].jitter: must be >= 0"),
+        (
+            "paths[1].up.loss: must be in [0, 1), got 2",
+            "path[1].ack_loss: must be in [0, 1), got 2",
+        ),
+        ("paths[1].up.rate_bps: must be > 0", "path[1].rate_up: must be > 0"),
+        ("paths[0].schedule[2].rate_bps: must be > 0", "path[0].schedule[2].rate: must be > 0"),
+        ("links[0].down.queue: bad", "link[0].queue: bad"),
+        ("paths[2].via[0]: no shared link 3", "path[2].via[0]: no shared link 3"),
+        ("flows[3].size_bytes: must be > 0", "flow[3].size: must be > 0"),
+        ("duration_ns: must be > 0", "duration: must be > 0"),
+        ("write_chunk_bytes: must be > 0", "workload.write_chunk: must be > 0"),
+        ("workload.block_bytes: must be in 1..=1 GiB", "workload.block: must be in 1..=1 GiB"),
+    ],
+)
+def test_a_message_from_the_core_names_the_scenario_file_s_key(native: str, toml: str) -> None:
+    from mpsched.errors import toml_keys
+
+    assert toml_keys(native) == toml

@@ -181,3 +181,58 @@ def test_a_python_scheduler_that_raises_stops_serve_with_its_error(tmp_path: Pat
         pytest.fail("mpsched serve went on after its scheduler raised")
     assert server.returncode == 2, err
     assert "connection.scheduler: Broken" in err and "no idea where" in err, err
+
+
+def test_each_aead_suite_carries_a_transfer_and_get_names_it() -> None:
+    port = _free_port()
+    server = _serve(port, "--size", "5MB")
+    try:
+        for suite in ("chacha20-poly1305", "aes-128-gcm"):
+            done = _get(port, "--aead", suite, "--ack-every", "16", "--json")
+            assert done.returncode == 0, done.stderr
+            summary = json.loads(done.stdout)
+            assert summary["complete"] and summary["aead"] == suite, summary
+        shown = _get(port)
+        assert shown.returncode == 0 and "  aead " in shown.stdout, shown.stdout
+    finally:
+        _stop(server)
+
+
+def test_serve_stops_on_sigterm_where_sigint_is_ignored() -> None:
+    """A shell without job control starts its background jobs with SIGINT ignored; they keep
+    it so. `mpsched serve` stops on SIGTERM all the same, and reports."""
+    port = _free_port()
+    server = subprocess.Popen(
+        [*MPSCHED, "serve", "--size", "1MB", "--bind", f"127.0.0.1:{port}"],
+        env=_env(),
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),  # noqa: PLW1509
+    )
+    time.sleep(1.0)
+    server.send_signal(signal.SIGTERM)
+    try:
+        _, err = server.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.communicate()
+        pytest.fail("mpsched serve did not stop on SIGTERM")
+    assert server.returncode == 0, err
+    assert "stopped;" in err and "datagrams dropped" in err, err
+
+
+def test_the_transport_bench_interleaves_rounds_and_counts_both_ends_cpu() -> None:
+    from mpsched.transport_bench import bench_transport
+
+    report = bench_transport(5_000_000, rounds=2, quinn=None, mptcp=False)
+    rows = {r["name"]: r for r in report["rows"]}
+    assert "mpsched, 1 path" in rows and "kernel TCP" in rows, rows
+    for row in report["rows"]:
+        if row["name"].startswith("quinn"):
+            continue
+        assert "error" not in row, row
+        assert row["runs"] == row["ok"] == 2, row
+        lo, hi = row["cpu_s_per_gb_range"]
+        assert 0 < lo <= row["cpu_s_per_gb"] <= hi, row
+    assert rows["mpsched, 1 path"]["aead"] in ("aes-128-gcm", "chacha20-poly1305")
+    assert len(report["load_before"]) == 3

@@ -80,6 +80,7 @@ def udp_serve(
     congestion: str = ...,
     sndbuf: int = ...,
     scheduler_object: object | None = None,
+    aead: str | None = None,
 ) -> str:
     """Serve until Ctrl-C (the real transport over UDP); as JSON, the datagrams dropped and
     the scheduler's decisions with their mean cost in microseconds. ``scheduler_object``: a
@@ -95,6 +96,8 @@ def udp_get(
     progress: Callable[[int, int | None, list[int]], object] | None = None,
     duration_s: float | None = None,
     trace: bool = False,
+    aead: str | None = None,
+    ack_every: int | None = None,
 ) -> tuple[str, dict[str, dict[str, tuple[str, bytes]]] | None]:
     """Download from an ``mpsched serve``; the summary as JSON and, with ``trace``, the
     client's trace tables (``segments`` and ``connection``, the columns a receiver sees)."""

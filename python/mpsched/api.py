@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import contract
 from . import traces as _traces
-from .errors import ScenarioError
+from .errors import ScenarioError, toml_keys
 from .scenario import Scenario, Source, load, to_native
 from .scheduler import is_reference
 from .scheduler import load as load_scheduler
@@ -255,7 +255,7 @@ def run_native(config: Mapping[str, Any], *, benefit: bool = False) -> dict[str,
     try:
         summary: dict[str, Any] = json.loads(native().run(text, False)[0])
     except ValueError as exc:
-        raise ScenarioError(" ".join(str(exc).split())) from None
+        raise ScenarioError(toml_keys(" ".join(str(exc).split()))) from None
     if summary.get("interrupted_at_s") is not None:
         # A sweep keeps only finished runs.
         raise KeyboardInterrupt
@@ -410,7 +410,7 @@ def run(
     except ScenarioError:
         raise  # from the sink (a limit): already one line naming the setting
     except ValueError as exc:
-        raise ScenarioError(" ".join(str(exc).split())) from None
+        raise ScenarioError(toml_keys(" ".join(str(exc).split()))) from None
     except OSError as exc:  # from the sink: the output directory
         raise ScenarioError(f"out {out_dir}: cannot write: {exc.strerror or exc}") from None
     finally:

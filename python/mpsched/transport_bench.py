@@ -1,25 +1,45 @@
 """The transport's speed on this machine's loopback (``mpsched bench --transport``): goodput
-and CPU seconds per GB of ``mpsched serve``/``get`` over one path and two, beside the kernel's
-TCP and MPTCP moving the same bytes between two processes."""
+and CPU seconds per GB of ``mpsched serve``/``get`` over one path and two, beside a quinn peer
+(if built: ``benches/quinn-peer``), kernel TCP and kernel MPTCP with two subflows, moving the
+same bytes between two processes.
+
+The method (issue 29): each system runs ``rounds`` times, interleaved (A B C A B C ...), so a
+drift in the machine's speed reaches every system alike; both ends' CPU (user + system) comes
+from ``wait4`` on each process; servers are stopped with SIGTERM (a shell that started this
+one without job control hands its children an ignored SIGINT, which they keep); each row gives
+the median and the range."""
 
 from __future__ import annotations
 
 import json
 import os
-import resource
 import secrets
+import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-__all__ = ["bench_transport"]
+__all__ = ["QUINN_ENV", "bench_shaped", "bench_transport", "quinn_peer"]
 
 IPPROTO_MPTCP = 262
+SOL_MPTCP = 284
+MPTCP_INFO = 1
+QUINN_ENV = "MPSCHED_QUINN_PEER"
+# The transport's default receive buffer: the window quinn is given too.
+WINDOW = 6 << 20
+# A server that has not stopped this long after SIGTERM is killed (and the row says so).
+STOP_TIMEOUT_S = 10.0
 
-# The kernel's side: a sender and a receiver of SIZE bytes, each a process of its own.
+# The kernel's side: a sender and a receiver of SIZE bytes, each a process of its own. The
+# receiver reports how many subflows an MPTCP connection had (MPTCP_INFO's first byte counts
+# the subflows beside the first).
 _KERNEL = r"""
 import socket, sys, time
 role, proto, port, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
@@ -39,14 +59,29 @@ if role == "server":
 else:
     c = socket.socket(socket.AF_INET, socket.SOCK_STREAM, proto)
     c.connect(("127.0.0.1", port))
-    t0 = time.monotonic(); got = 0
+    t0 = time.monotonic(); got = 0; subflows = 1
     while True:
         n = c.recv_into(buf)
         if n == 0:
             break
         got += n
-    print(got, time.monotonic() - t0)
+        if proto != 6 and subflows < 2:
+            try:
+                subflows = 1 + c.getsockopt(284, 1, 64)[0]
+            except OSError:
+                pass
+    print(got, time.monotonic() - t0, subflows)
 """
+
+
+def quinn_peer() -> Path | None:
+    """The quinn peer's binary: ``$MPSCHED_QUINN_PEER``, else the repository's release build
+    (``cargo build --release`` in ``benches/quinn-peer``), if it exists."""
+    env = os.environ.get(QUINN_ENV)
+    if env:
+        return Path(env)
+    built = Path(__file__).resolve().parents[2] / "benches/quinn-peer/target/release/quinn-peer"
+    return built if built.exists() else None
 
 
 def _free_port(kind: int) -> int:
@@ -55,14 +90,91 @@ def _free_port(kind: int) -> int:
         return int(s.getsockname()[1])
 
 
-def _children_cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
+def _udp_bound(port: int) -> bool:
+    """Whether a UDP socket on this network namespace is bound to ``port``."""
+    want = f":{port:04X}"
+    try:
+        lines = Path("/proc/net/udp").read_text().splitlines()[1:]
+    except OSError:
+        return False
+    return any(line.split()[1].endswith(want) for line in lines if len(line.split()) > 1)
 
 
-def _row(name: str, nbytes: int, seconds: float, cpu: float, **extra: Any) -> dict[str, Any]:
+def _cpu(rusage: Any) -> float:
+    return float(rusage.ru_utime + rusage.ru_stime)
+
+
+class _Proc:
+    """A child process whose output goes to temporary files and whose CPU time comes from
+    ``wait4`` when it is reaped."""
+
+    def __init__(self, argv: list[str], env: dict[str, str] | None = None) -> None:
+        # Open as long as the object: read after the process ends, closed with it.
+        self.out = tempfile.TemporaryFile()  # noqa: SIM115
+        self.err = tempfile.TemporaryFile()  # noqa: SIM115
+        self.proc = subprocess.Popen(argv, env=env, stdout=self.out, stderr=self.err)
+        self.cpu: float | None = None
+        self.status: int | None = None
+
+    def running(self) -> bool:
+        """Whether it has not ended, without reaping it (its rusage is read when it is)."""
+        if self.status is not None:
+            return False
+        flags = os.WEXITED | os.WNOHANG | os.WNOWAIT
+        return os.waitid(os.P_PID, self.proc.pid, flags) is None
+
+    def reap(self, timeout: float | None = None) -> bool:
+        """Waits for the process (at most ``timeout`` seconds); whether it ended."""
+        end = None if timeout is None else time.monotonic() + timeout
+        while True:
+            pid, status, rusage = os.wait4(self.proc.pid, os.WNOHANG if end else 0)
+            if pid:
+                self.cpu = _cpu(rusage)
+                self.status = os.waitstatus_to_exitcode(status)
+                self.proc.returncode = self.status
+                return True
+            if end is not None and time.monotonic() >= end:
+                return False
+            time.sleep(0.02)
+
+    def stop(self) -> bool:
+        """SIGTERM, then the wait; killed if it does not end in time (false then)."""
+        if self.status is not None:
+            return True
+        # Not Popen.send_signal: it polls first, which would reap the process (and lose its
+        # rusage) if it had ended by itself, as the kernel's sender does.
+        os.kill(self.proc.pid, signal.SIGTERM)
+        if self.reap(STOP_TIMEOUT_S):
+            return True
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.reap()
+        return False
+
+    def close(self) -> None:
+        self.out.close()
+        self.err.close()
+
+    def text(self, which: str = "out") -> str:
+        f = self.out if which == "out" else self.err
+        f.seek(0)
+        return f.read().decode(errors="replace")
+
+    def first_line(self, timeout: float) -> str:
+        """The first line of its stdout once written (``""`` if none in time)."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            self.out.seek(0)
+            line = self.out.readline()
+            if line.endswith(b"\n"):
+                return line.decode(errors="replace").strip()
+            if not self.running():
+                break
+            time.sleep(0.02)
+        return ""
+
+
+def _sample(seconds: float, nbytes: int, cpu: float, **extra: Any) -> dict[str, Any]:
     return {
-        "name": name,
         "bytes": nbytes,
         "seconds": seconds,
         "goodput_mbps": nbytes * 8 / seconds / 1e6 if seconds > 0 else None,
@@ -71,83 +183,317 @@ def _row(name: str, nbytes: int, seconds: float, cpu: float, **extra: Any) -> di
     }
 
 
-def _transport(size: int, paths: list[str]) -> dict[str, Any]:
+def _pair(
+    server_argv: list[str],
+    ready: Callable[[_Proc], bool],
+    client_argv: list[str],
+    parse: Callable[[str], dict[str, Any]],
+    env: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """One transfer: the server started and waited for, the client run to its end, the server
+    stopped; CPU of both from wait4."""
+    server = _Proc(server_argv, env)
+    client: _Proc | None = None
+    try:
+        if not ready(server):
+            server.stop()
+            return {"error": f"the server did not start: {server.text('err')[-300:]}"}
+        client = _Proc(client_argv, env)
+        client.reap()
+        stopped = server.stop()
+        if client.status != 0:
+            return {"error": client.text("err")[-300:] or f"exit status {client.status}"}
+        got = parse(client.text())
+    finally:
+        server.stop()
+        server.close()
+        if client is not None:
+            client.close()
+    cpu = (client.cpu or 0.0) + (server.cpu or 0.0)
+    sample = _sample(got.pop("seconds"), got.pop("bytes"), cpu, **got)
+    if not stopped:
+        sample["error"] = "the server did not stop on SIGTERM: killed"
+    return sample
+
+
+def _mpsched(
+    size: int, paths: list[str], extra: list[str], netns: str | None = None
+) -> dict[str, Any]:
     env = {**os.environ, "MPSCHED_SECRET": secrets.token_hex(32)}
     port = _free_port(socket.SOCK_DGRAM)
-    cpu0 = _children_cpu()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "mpsched",
-            "serve",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--size",
-            f"{size}B",
-        ],
-        env=env,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    time.sleep(0.5)
-    argv = [sys.executable, "-m", "mpsched", "get", f"127.0.0.1:{port}", "--json"]
+    prefix = [shutil.which("ip") or "ip", "netns", "exec", netns] if netns else []
+    mpsched = [*prefix, sys.executable, "-m", "mpsched"]
+
+    def ready(p: _Proc) -> bool:
+        if netns:
+            # Another namespace's sockets are not in this one's /proc/net/udp.
+            time.sleep(1.0)
+            return p.running()
+        end = time.monotonic() + 30
+        while time.monotonic() < end and p.running():
+            if _udp_bound(port):
+                return True
+            time.sleep(0.02)
+        return False
+
+    def parse(out: str) -> dict[str, Any]:
+        got = json.loads(out)
+        return {
+            "bytes": got["bytes"],
+            "seconds": got["duration_s"],
+            "complete": got["complete"],
+            "aead": got.get("aead"),
+        }
+
+    argv = [*mpsched, "get", f"127.0.0.1:{port}", "--json", *extra]
     for p in paths:
         argv += ["--path", p]
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
-    server.send_signal(signal.SIGINT)
-    try:
-        server.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        server.communicate()
-    cpu = _children_cpu() - cpu0
-    if done.returncode != 0:
-        return {"name": f"mpsched transport, {len(paths)} path(s)", "error": done.stderr[-300:]}
-    got = json.loads(done.stdout)
-    return _row(
-        f"mpsched transport, {len(paths)} path(s)",
-        got["bytes"],
-        got["duration_s"],
-        cpu,
-        complete=got["complete"],
+    return _pair(
+        [*mpsched, "serve", "--bind", f"127.0.0.1:{port}", "--size", f"{size}B"],
+        ready,
+        argv,
+        parse,
+        env,
     )
 
 
-def _kernel(size: int, proto: int, name: str) -> dict[str, Any]:
+def _quinn(size: int, peer: Path) -> dict[str, Any]:
+    port = _free_port(socket.SOCK_DGRAM)
+    with tempfile.TemporaryDirectory() as tmp:
+        cert = str(Path(tmp) / "cert.der")
+
+        def parse(out: str) -> dict[str, Any]:
+            got = json.loads(out)
+            return {
+                "bytes": got["bytes"],
+                "seconds": got["duration_s"],
+                "complete": got["complete"],
+                "aead": got["aead"],
+            }
+
+        return _pair(
+            [str(peer), "serve", f"127.0.0.1:{port}", str(size), cert, str(WINDOW)],
+            lambda p: p.first_line(30) == "ready",
+            [str(peer), "get", f"127.0.0.1:{port}", cert, str(WINDOW)],
+            parse,
+        )
+
+
+def _kernel(size: int, proto: int, netns: str | None = None) -> dict[str, Any]:
     port = _free_port(socket.SOCK_STREAM)
-    cpu0 = _children_cpu()
-    server = subprocess.Popen(
-        [sys.executable, "-c", _KERNEL, "server", str(proto), str(port), str(size)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert server.stdout is not None
-    if server.stdout.readline().strip() != "ready":
-        server.kill()
-        return {"name": name, "error": (server.communicate()[1] or "")[-300:]}
-    done = subprocess.run(
-        [sys.executable, "-c", _KERNEL, "client", str(proto), str(port), str(size)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    server.wait(timeout=30)
-    cpu = _children_cpu() - cpu0
-    if done.returncode != 0:
-        return {"name": name, "error": done.stderr[-300:]}
-    got, seconds = done.stdout.split()
-    return _row(name, int(got), float(seconds), cpu)
+    prefix = [shutil.which("ip") or "ip", "netns", "exec", netns] if netns else []
+
+    def parse(out: str) -> dict[str, Any]:
+        got, seconds, subflows = out.split()
+        extra = {"subflows": int(subflows)} if proto == IPPROTO_MPTCP else {}
+        return {"bytes": int(got), "seconds": float(seconds), "complete": True, **extra}
+
+    def argv(role: str) -> list[str]:
+        return [*prefix, sys.executable, "-c", _KERNEL, role, str(proto), str(port), str(size)]
+
+    return _pair(argv("server"), lambda p: p.first_line(30) == "ready", argv("client"), parse)
 
 
-def bench_transport(size: int = 1_000_000_000) -> list[dict[str, Any]]:
-    """Rows: the transport over one path and two, kernel TCP, kernel MPTCP (one subflow: the
-    loopback has one address pair), each moving ``size`` bytes on this machine's loopback.
-    CPU seconds count both ends (their processes' user and system time)."""
-    return [
-        _transport(size, ["127.0.0.1"]),
-        _transport(size, ["127.0.0.1", "127.0.0.2"]),
-        _kernel(size, socket.IPPROTO_TCP, "kernel TCP"),
-        _kernel(size, IPPROTO_MPTCP, "kernel MPTCP"),
+def _run_steps(steps: list[list[str]]) -> str | None:
+    """Runs each command; the first failure's message."""
+    for step in steps:
+        done = subprocess.run(step, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            return f"{' '.join(step[1:])}: {done.stderr.strip()}"
+    return None
+
+
+_RATE_UNITS = {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9}
+
+
+def _rate_bps(rate: str) -> float:
+    """A ``tc`` rate such as ``1gbit`` in bits per second."""
+    for unit, scale in _RATE_UNITS.items():
+        if rate.lower().endswith(unit):
+            return float(rate[: -len(unit)]) * scale
+    raise ValueError(f"rate {rate!r}: a number and one of {', '.join(_RATE_UNITS)}")
+
+
+class _ShapedLoopback:
+    """A network namespace whose loopback carries each path at ``rate`` (HTB, one class per
+    path each way) through a drop-tail queue of ``buffer_ms`` at that rate (a router's
+    buffer: without it, a run of GSO datagrams counts as one packet of the default queue's
+    thousand, and the queue, tens of MB, becomes the RTT): path 0 is 127.0.0.1 to 127.0.0.1,
+    path 1 everything from or to 127.0.0.2. The machine's own loopback is left alone."""
+
+    def __init__(self, rate: str, buffer_ms: float = 10.0) -> None:
+        self.name = f"mpsched-shaped-{os.getpid()}"
+        self.ip = shutil.which("ip")
+        tc = shutil.which("tc")
+        if self.ip is None or tc is None:
+            self.error: str | None = "no `ip` or `tc` command"
+            return
+        ip, ns = self.ip, self.name
+
+        def tc_in(words: str) -> list[str]:
+            return [str(tc), "-n", ns, *words.split()]
+
+        htb = f"rate {rate} ceil {rate} burst 256k cburst 256k".split()
+        steps = [
+            [ip, "netns", "add", ns],
+            [ip, "-n", ns, "link", "set", "lo", "up"],
+            tc_in("qdisc add dev lo root handle 1: htb default 10"),
+        ]
+        limit = int(_rate_bps(rate) * buffer_ms / 1e3 / 8)
+        for c, leaf in (("1:10", "10:"), ("1:20", "20:")):
+            steps.append([*tc_in(f"class add dev lo parent 1: classid {c} htb"), *htb])
+            steps.append(tc_in(f"qdisc add dev lo parent {c} handle {leaf} bfifo limit {limit}"))
+        for way in ("src", "dst"):
+            match = f"prio 1 u32 match ip {way} 127.0.0.2/32 flowid 1:20".split()
+            steps.append([*tc_in("filter add dev lo parent 1: protocol ip"), *match])
+        self.error = _run_steps(steps)
+
+    def close(self) -> None:
+        if self.ip is not None:
+            subprocess.run([self.ip, "netns", "del", self.name], capture_output=True, check=False)
+
+
+class _MptcpNamespace:
+    """A network namespace of its own for kernel MPTCP: its loopback up, path managers'
+    limits raised, and 127.0.0.2 an endpoint from which the client opens a second subflow
+    (the machine's own MPTCP settings are left alone)."""
+
+    def __init__(self) -> None:
+        self.name = f"mpsched-bench-{os.getpid()}"
+        self.error: str | None = None
+        self.ip = shutil.which("ip")
+        if self.ip is None:
+            self.error = "no `ip` command"
+            return
+        ip, ns = self.ip, self.name
+        steps = [
+            [ip, "netns", "add", ns],
+            [ip, "-n", ns, "link", "set", "lo", "up"],
+            [ip, "netns", "exec", ns, "sysctl", "-qw", "net.mptcp.enabled=1"],
+            [ip, "-n", ns, "mptcp", "limits", "set", "subflow", "2"],
+            [ip, "-n", ns, "mptcp", "endpoint", "add", "127.0.0.2", "dev", "lo", "subflow"],
+        ]
+        self.error = _run_steps(steps)
+
+    def close(self) -> None:
+        if self.ip is not None:
+            subprocess.run([self.ip, "netns", "del", self.name], capture_output=True, check=False)
+
+
+def _summary(name: str, samples: list[dict[str, Any]]) -> dict[str, Any]:
+    ok = [s for s in samples if "error" not in s and s.get("complete", True)]
+    row: dict[str, Any] = {"name": name, "runs": len(samples), "ok": len(ok)}
+    if not ok:
+        row["error"] = next((s["error"] for s in samples if "error" in s), "incomplete")
+        return row
+    for key in ("goodput_mbps", "cpu_s_per_gb"):
+        values = [float(s[key]) for s in ok if s[key] is not None]
+        row[key] = statistics.median(values)
+        row[f"{key}_range"] = [min(values), max(values)]
+    for key in ("aead", "subflows"):
+        if key in ok[0]:
+            row[key] = ok[0][key]
+    row["samples"] = samples
+    return row
+
+
+def bench_transport(
+    size: int = 1_000_000_000,
+    rounds: int = 3,
+    *,
+    quinn: Path | None = None,
+    ack_every: int = 32,
+    mptcp: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Rows (median and range over ``rounds`` interleaved rounds): the transport over one path
+    (Linux's delayed ACK, and ``--ack-every ack_every``) and two, the quinn peer (``quinn``, or
+    the one ``quinn_peer`` finds), kernel TCP and kernel MPTCP with two subflows in a namespace
+    of its own, each moving ``size`` bytes on this machine's loopback. CPU seconds count both
+    ends' processes (user + system, from wait4). The load average before and after is kept."""
+    quinn = quinn or quinn_peer()
+    systems: list[tuple[str, Callable[[], dict[str, Any]]]] = [
+        ("mpsched, 1 path", lambda: _mpsched(size, ["127.0.0.1"], [])),
+        (
+            f"mpsched, 1 path, --ack-every {ack_every}",
+            lambda: _mpsched(size, ["127.0.0.1"], ["--ack-every", str(ack_every)]),
+        ),
+        ("mpsched, 2 paths", lambda: _mpsched(size, ["127.0.0.1", "127.0.0.2"], [])),
     ]
+    if quinn is not None:
+        systems.append(("quinn 0.11, AES-128-GCM", lambda: _quinn(size, quinn)))
+    systems.append(("kernel TCP", lambda: _kernel(size, socket.IPPROTO_TCP)))
+    ns = _MptcpNamespace() if mptcp else None
+    if ns is not None and ns.error is None:
+        netns = ns.name
+        systems.append(("kernel MPTCP, 2 subflows", lambda: _kernel(size, IPPROTO_MPTCP, netns)))
+    load_before = os.getloadavg()
+    samples: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in systems}
+    try:
+        for r in range(rounds):
+            for name, run in systems:
+                if progress is not None:
+                    progress(f"round {r + 1}/{rounds}: {name}")
+                samples[name].append(run())
+    finally:
+        if ns is not None:
+            ns.close()
+    rows = [_summary(name, samples[name]) for name, _ in systems]
+    if ns is not None and ns.error is not None:
+        rows.append({"name": "kernel MPTCP, 2 subflows", "error": ns.error})
+    return {
+        "bytes": size,
+        "rounds": rounds,
+        "load_before": list(load_before),
+        "load_after": list(os.getloadavg()),
+        "rows": rows,
+    }
+
+
+def bench_shaped(
+    size: int,
+    rounds: int = 3,
+    rate: str = "1gbit",
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """The transport over one path and two when each path carries at most ``rate`` with a
+    10-ms buffer (a loopback shaped in a namespace of its own): rounds interleaved, medians
+    and ranges, and the two paths' goodput and CPU per GB over one path's."""
+    try:
+        _rate_bps(rate)
+    except ValueError as exc:
+        return {"error": str(exc)}
+    shaped = _ShapedLoopback(rate)
+    if shaped.error is not None:
+        shaped.close()
+        return {"error": shaped.error}
+    systems: list[tuple[str, Callable[[], dict[str, Any]]]] = [
+        (f"mpsched, 1 path of {rate}", lambda: _mpsched(size, ["127.0.0.1"], [], shaped.name)),
+        (
+            f"mpsched, 2 paths of {rate}",
+            lambda: _mpsched(size, ["127.0.0.1", "127.0.0.2"], [], shaped.name),
+        ),
+    ]
+    load_before = os.getloadavg()
+    samples: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in systems}
+    try:
+        for r in range(rounds):
+            for name, run in systems:
+                if progress is not None:
+                    progress(f"round {r + 1}/{rounds}: {name}")
+                samples[name].append(run())
+    finally:
+        shaped.close()
+    rows = [_summary(name, samples[name]) for name, _ in systems]
+    report: dict[str, Any] = {
+        "bytes": size,
+        "rounds": rounds,
+        "load_before": list(load_before),
+        "load_after": list(os.getloadavg()),
+        "rows": rows,
+    }
+    one, two = rows
+    if "error" not in one and "error" not in two:
+        report["goodput_ratio"] = two["goodput_mbps"] / one["goodput_mbps"]
+        report["cpu_ratio"] = two["cpu_s_per_gb"] / one["cpu_s_per_gb"]
+    return report

@@ -298,7 +298,8 @@ fn bench_scenarios(py: Python<'_>, names: Vec<String>) -> PyResult<String> {
 #[cfg(target_os = "linux")]
 #[pyfunction]
 #[pyo3(signature = (bind, secret, file=None, size=None, scheduler="linux".to_string(),
-    params=Vec::new(), congestion="cubic".to_string(), sndbuf=6 << 20, scheduler_object=None))]
+    params=Vec::new(), congestion="cubic".to_string(), sndbuf=6 << 20, scheduler_object=None,
+    aead=None))]
 #[allow(clippy::too_many_arguments)]
 fn udp_serve(
     py: Python<'_>,
@@ -311,8 +312,10 @@ fn udp_serve(
     congestion: String,
     sndbuf: u64,
     scheduler_object: Option<PyObject>,
+    aead: Option<String>,
 ) -> PyResult<String> {
     use mpsched_udp::app::{parse_params, run_serve, ServeOptions};
+    let aead = aead.as_deref().map(parse_suite).transpose()?;
     // A scheduler written in Python: checked once here, then one per connection.
     let factory: Option<mpsched_udp::server::SchedulerFactory> = match scheduler_object {
         Some(obj) => {
@@ -341,6 +344,7 @@ fn udp_serve(
             scheduler_params: parse_params(&params),
             congestion,
             sndbuf,
+            aead,
             ..Default::default()
         },
         factory,
@@ -397,7 +401,7 @@ fn udp_serve(
 #[cfg(target_os = "linux")]
 #[pyfunction]
 #[pyo3(signature = (server, locals, secret, out=None, rcvbuf=6 << 20, progress=None,
-    duration_s=None, trace=false))]
+    duration_s=None, trace=false, aead=None, ack_every=None))]
 #[allow(clippy::too_many_arguments)]
 fn udp_get<'py>(
     py: Python<'py>,
@@ -409,6 +413,8 @@ fn udp_get<'py>(
     progress: Option<PyObject>,
     duration_s: Option<f64>,
     trace: bool,
+    aead: Option<String>,
+    ack_every: Option<u32>,
 ) -> PyResult<(String, Option<Bound<'py, PyDict>>)> {
     use mpsched_udp::app::{run_get, GetOptions};
     use std::sync::atomic::{AtomicBool, Ordering};
@@ -432,6 +438,11 @@ fn udp_get<'py>(
             .filter(|d| d.is_finite() && *d > 0.0)
             .map(std::time::Duration::from_secs_f64),
         trace,
+        aead: aead.as_deref().map(parse_suite).transpose()?,
+        ack_every: match ack_every {
+            Some(0) => return Err(PyValueError::new_err("ack_every: at least 1")),
+            n => n,
+        },
     };
     let stop = AtomicBool::new(false);
     let interrupted = AtomicBool::new(false);
@@ -477,6 +488,19 @@ fn udp_get<'py>(
         json
     };
     Ok((json, traces))
+}
+
+/// An AEAD suite by name (`aes-128-gcm`, `chacha20-poly1305`).
+#[cfg(target_os = "linux")]
+fn parse_suite(name: &str) -> PyResult<mpsched_udp::aead::Suite> {
+    use mpsched_udp::aead::Suite;
+    Suite::parse(name).ok_or_else(|| {
+        let known: Vec<&str> = Suite::ALL.iter().map(|s| s.name()).collect();
+        PyValueError::new_err(format!(
+            "aead: unknown suite '{name}' (known: {})",
+            known.join(", ")
+        ))
+    })
 }
 
 /// The client's trace tables as `table_from_columns` reads them: `segments` and `connection`

@@ -4,6 +4,7 @@
 
 pub mod build;
 pub mod config;
+pub mod keys;
 pub mod plan;
 
 pub use config::Config;

@@ -149,6 +149,8 @@ impl Conn {
             stack: cfg.stack.stack(),
             total: spec.total,
             jiffies: cfg.jiffies(),
+            // The simulator models Linux's receiver: an ACK per second segment.
+            ack_policy: mpsched_core::subflow::rx::AckPolicy::LINUX,
             trace,
         });
         let server = Sender::new(

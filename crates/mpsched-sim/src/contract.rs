@@ -65,6 +65,11 @@ pub struct Contract {
     pub loss_recoveries: &'static [Choice],
     pub timer_hz: &'static [Choice],
     pub workloads: &'static [Choice],
+    /// Every duration's units, in nanoseconds (`sched::params::DURATION_UNITS`).
+    pub duration_units: &'static [(&'static str, u64)],
+    /// The normalized scenario's tables and their keys (`mpsched_scenario::keys`), which
+    /// Python's conversion must write.
+    pub scenario_keys: Vec<(&'static str, &'static [&'static str])>,
     pub records: Records,
     pub traces: &'static [Table],
 }
@@ -184,6 +189,8 @@ pub fn contract() -> Contract {
         loss_recoveries: LOSS_RECOVERIES,
         timer_hz: TIMER_HZ,
         workloads: WORKLOADS,
+        duration_units: mpsched_core::sched::params::DURATION_UNITS,
+        scenario_keys: mpsched_scenario::keys::scenario_keys(),
         records: Records {
             summary: Summary::FIELDS,
             subflow: SubflowSummary::FIELDS,

@@ -3,9 +3,11 @@
 //! a generated stream hashed by the client (SHA-256, as `get` does). Prints goodput and the
 //! process's CPU seconds (user + system, both ends) per GB.
 //!
-//! `cargo run --release -p mpsched-udp --example loopback_bench -- [bytes] [paths]`
-//! (default 1 GB over one path; a second path binds 127.0.0.2).
+//! `cargo run --release -p mpsched-udp --example loopback_bench -- [bytes] [paths] [ack_every]`
+//! (default 1 GB over one path with Linux's delayed ACK; a second path binds 127.0.0.2;
+//! `ack_every` N: an ACK per N in-order segments, as `mpsched get --ack-every N`).
 
+use mpsched_core::subflow::rx::AckPolicy;
 use mpsched_udp::client::{Client, ClientConfig};
 use mpsched_udp::driver::{client_sockets, run_client, serve, Clock};
 use mpsched_udp::server::{Server, ServerConfig};
@@ -29,6 +31,10 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let size: u64 = args.next().map_or(1_000_000_000, |s| s.parse().unwrap());
     let paths: usize = args.next().map_or(1, |s| s.parse().unwrap());
+    let ack_policy = args.next().map_or(AckPolicy::LINUX, |s| AckPolicy {
+        every: s.parse().unwrap(),
+        max_delay: mpsched_udp::app::ACK_FREQUENCY_DELAY,
+    });
     let psk = Psk::from_secret(b"a bench secret of at least 32 bytes!!").unwrap();
     let source: Arc<dyn Source + Sync> = Arc::new(Pattern { len: Some(size) });
     let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -52,6 +58,7 @@ fn main() {
         0xbe4c,
         ClientConfig {
             paths,
+            ack_policy,
             ..ClientConfig::default()
         },
         clock.now(),
@@ -83,11 +90,27 @@ fn main() {
     let cpu = cpu_seconds() - cpu0;
     assert!(client.is_complete(), "{got} of {size}");
     println!(
-        "paths {paths} bytes {got} seconds {secs:.3} goodput_mbps {:.0} cpu_s {cpu:.2} cpu_s_per_gb {:.2} client_drops {:?} server_drops {:?} sha256 {:x}",
+        "paths {paths} aead {} bytes {got} seconds {secs:.3} goodput_mbps {:.0} cpu_s {cpu:.2} cpu_s_per_gb {:.2} client_drops {:?} server_drops {:?} sha256 {:x}",
+        client.suite().map_or("none", |s| s.name()),
         got as f64 * 8.0 / secs / 1e6,
         cpu / (got as f64 / 1e9),
         client.drops,
         drops,
         hash.finalize()
     );
+    // Each subflow's end state: a standing queue shows as a smoothed RTT far above the least.
+    for s in client.server_stats().unwrap_or(&[]) {
+        println!(
+            "  subflow {} packets {} retransmits {} srtt_ms {:.3} min_rtt_ms {:.3} cwnd {}",
+            s.subflow,
+            s.packets_sent,
+            s.retransmits,
+            f64::from(s.srtt_us) / 1e3,
+            f64::from(s.min_rtt_us) / 1e3,
+            s.cwnd
+        );
+    }
+    if let Some(rx) = client.receiver() {
+        println!("  acks sent {}", rx.stats.acks_sent);
+    }
 }

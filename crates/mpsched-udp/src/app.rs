@@ -1,6 +1,7 @@
 //! `mpsched serve` and `mpsched get`: the transport's two commands, with their options, their
 //! summary and the stop flag a caller (the Python CLI's Ctrl-C) sets.
 
+use crate::aead::Suite;
 use crate::client::{Client, ClientConfig};
 use crate::driver::{client_sockets, run_client, serve, Clock};
 use crate::server::{Drops, SchedulerFactory, Server, ServerConfig};
@@ -8,6 +9,7 @@ use crate::session::Psk;
 use crate::source::{FileSource, Pattern, Source};
 use crate::wire::SubflowStats;
 use mpsched_core::sched::SchedParams;
+use mpsched_core::subflow::rx::AckPolicy;
 use mpsched_core::trace::DeliveryTrace;
 use sha2::{Digest, Sha256};
 use std::fs::File;
@@ -73,7 +75,16 @@ pub struct GetOptions {
     pub duration: Option<std::time::Duration>,
     /// Keep the trace tables the client sees (`GetSummary::traces`).
     pub trace: bool,
+    /// Offer only this AEAD suite (else the server picks the fastest both ends run).
+    pub aead: Option<Suite>,
+    /// ACK every this many in-order segments (within `ACK_FREQUENCY_DELAY`) instead of
+    /// Linux's every second one: fewer ACKs, the same SACK information (`AckPolicy`).
+    pub ack_every: Option<u32>,
 }
+
+/// The longest an ACK waits with `GetOptions::ack_every`: short, so that the end of a burst
+/// is ACKed well before the sender's probe timeout on any path.
+pub const ACK_FREQUENCY_DELAY: mpsched_core::Dur = mpsched_core::Dur::from_millis(1);
 
 /// The trace tables the client can see (docs/traces.md): `segments`' receiving columns, one
 /// row per data segment in data order, and `connection`'s receiving columns about every
@@ -112,6 +123,8 @@ pub struct GetSummary {
     pub goodput_mbps: f64,
     pub complete: bool,
     pub sha256: String,
+    /// The AEAD suite the handshake chose.
+    pub aead: Option<Suite>,
     /// Per path: its local address and the bytes of datagrams it received.
     pub paths: Vec<(SocketAddr, u64)>,
     pub malformed: u64,
@@ -165,12 +178,14 @@ impl GetSummary {
             })
             .collect();
         format!(
-            r#"{{"bytes": {}, "duration_s": {}, "goodput_mbps": {}, "complete": {}, "sha256": "{}", {}, "subflows": [{}], "drops": {{"malformed": {}, "unauthenticated": {}, "replayed": {}}}, "timeline": [{}]}}"#,
+            r#"{{"bytes": {}, "duration_s": {}, "goodput_mbps": {}, "complete": {}, "sha256": "{}", "aead": {}, {}, "subflows": [{}], "drops": {{"malformed": {}, "unauthenticated": {}, "replayed": {}}}, "timeline": [{}]}}"#,
             self.bytes,
             self.duration_s,
             self.goodput_mbps,
             self.complete,
             self.sha256,
+            self.aead
+                .map_or("null".to_string(), |s| format!(r#""{}""#, s.name())),
             self.receiver_json,
             paths.join(", "),
             self.malformed,
@@ -223,6 +238,11 @@ pub fn run_get(
             paths: sockets.len(),
             rcvbuf: opts.rcvbuf,
             trace: opts.trace,
+            aead: opts.aead,
+            ack_policy: opts.ack_every.map_or(AckPolicy::LINUX, |every| AckPolicy {
+                every: every.max(1),
+                max_delay: ACK_FREQUENCY_DELAY,
+            }),
             ..ClientConfig::default()
         },
         clock.now(),
@@ -295,6 +315,7 @@ pub fn run_get(
         duration_s,
         goodput_mbps: bytes as f64 * 8.0 / duration_s.max(1e-9) / 1e6,
         complete: client.is_complete(),
+        aead: client.suite(),
         sha256: hash.finalize().iter().map(|b| format!("{b:02x}")).collect(),
         paths: locals
             .into_iter()

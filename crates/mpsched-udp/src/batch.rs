@@ -49,6 +49,7 @@ pub fn enable_gro(socket: &UdpSocket) -> bool {
 }
 
 /// One received datagram.
+#[cfg(test)]
 #[derive(Debug)]
 pub struct Received<'a> {
     /// Its bytes (cut short if `truncated`).
@@ -149,7 +150,27 @@ impl RecvBatch {
         self.count == self.addrs.len()
     }
 
+    /// Hands each datagram of the last `recv` to `f` (its source, whether the kernel cut it
+    /// short, its bytes), in order, a GRO run split into its datagrams; writable, so that the
+    /// transport opens each in place.
+    pub fn for_each_mut(&mut self, mut f: impl FnMut(Option<SocketAddr>, bool, &mut [u8])) {
+        for i in 0..self.count {
+            let from = to_socket_addr(&self.addrs[i]);
+            let truncated = self.flags[i] & libc::MSG_TRUNC != 0;
+            let data = &mut self.bufs[i * self.slot..i * self.slot + self.lens[i]];
+            if data.is_empty() {
+                // An empty datagram is one datagram, which `chunks_mut` would not yield.
+                f(from, truncated, data);
+                continue;
+            }
+            for d in data.chunks_mut(self.segs[i].max(1)) {
+                f(from, truncated, d);
+            }
+        }
+    }
+
     /// The datagrams of the last `recv`, in order (a GRO run split into its datagrams).
+    #[cfg(test)]
     pub fn iter(&self) -> impl Iterator<Item = Received<'_>> + '_ {
         (0..self.count).flat_map(move |i| {
             let from = to_socket_addr(&self.addrs[i]);
@@ -191,6 +212,8 @@ fn gro_size(h: &libc::msghdr) -> Option<usize> {
 /// one (then, for this batch's socket, never again).
 pub struct SendBatch {
     queue: Vec<(Option<SocketAddr>, Vec<u8>)>,
+    /// The buffers of datagrams sent (or dropped), for their owner to use again.
+    spent: Vec<Vec<u8>>,
     gso: bool,
 }
 
@@ -204,6 +227,7 @@ impl SendBatch {
     pub fn new() -> SendBatch {
         SendBatch {
             queue: Vec::with_capacity(BATCH),
+            spent: Vec::with_capacity(BATCH),
             gso: true,
         }
     }
@@ -255,8 +279,13 @@ impl SendBatch {
                 Err((e, _)) => break Err(e),
             }
         };
-        self.queue.clear();
+        self.spent.extend(self.queue.drain(..).map(|(_, d)| d));
         r
+    }
+
+    /// The buffers of the datagrams flushed since the last call.
+    pub fn take_spent(&mut self) -> std::vec::Drain<'_, Vec<u8>> {
+        self.spent.drain(..)
     }
 
     /// Sends the queue from datagram `first` on; on an error that stops, the error and, if

@@ -2,16 +2,21 @@
 //! subflow on every path (Join, JoinAck, and an ACK that echoes the JoinAck from the same
 //! address), and runs the core's `Receiver`: ACKs out, the stream's bytes in order.
 
+use crate::aead::{Offer, Suite};
 use crate::convert::{ack_frame, data_packet, from_us, us, DataContext};
+use crate::pool::Pool;
+use crate::reassembly::Reassembly;
 use crate::session::{ClientHandshake, OpenError, Psk, Session};
 use crate::wire::{Frame, Header, Kind, SubflowStats, MAX_DATAGRAM};
 use mpsched_core::conn::{Receiver, ReceiverConfig, Stack};
 use mpsched_core::jiffies::Jiffies;
 use mpsched_core::packet::{Ack, Packet, Payload, SackBlock, MAX_SACK_BLOCKS};
+use mpsched_core::subflow::rx::AckPolicy;
 use mpsched_core::trace::DeliveryTrace;
 use mpsched_core::units::{wire, Bytes};
 use mpsched_core::{Dur, Time};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+use std::io;
 
 /// The handshake's and the Joins' first retransmission timeout (Linux's SYN timeout), doubling.
 pub const RETRY: Dur = Dur::from_secs(1);
@@ -24,6 +29,11 @@ pub struct ClientConfig {
     pub stack: Stack,
     /// Record each data segment's arrival and delivery (`Client::take_delivery`).
     pub trace: bool,
+    /// Offer only this AEAD suite (else every one, the server picks: `aead::pick`).
+    pub aead: Option<Suite>,
+    /// How often in-order segments are ACKed: Linux's (the default, which fidelity runs
+    /// keep) or fewer (`AckPolicy`, ACK_FREQUENCY's way).
+    pub ack_policy: AckPolicy,
 }
 
 impl Default for ClientConfig {
@@ -33,6 +43,8 @@ impl Default for ClientConfig {
             rcvbuf: 6 << 20,
             stack: Stack::Upstream,
             trace: false,
+            aead: None,
+            ack_policy: AckPolicy::LINUX,
         }
     }
 }
@@ -53,7 +65,7 @@ struct PathState {
 
 enum State {
     Handshake(Box<ClientHandshake>, Vec<u8>),
-    Open(Session),
+    Open(Box<Session>),
     Failed(String),
 }
 
@@ -64,14 +76,17 @@ pub struct Client {
     tries: u32,
     paths: Vec<PathState>,
     receiver: Option<Receiver>,
-    /// Payload of segments above the in-order point, by data sequence number.
-    held: HashMap<u64, Vec<u8>>,
-    /// Every segment below this has been handed to the application.
+    /// The stream's bytes from the datagrams until the application takes them (with the
+    /// receiver).
+    held: Option<Reassembly>,
+    /// Every segment below this is in order (the core's receiver said so).
     delivered: u64,
     total: Option<u64>,
-    ready: VecDeque<Vec<u8>>,
     out: VecDeque<(usize, Vec<u8>)>,
-    plain: Vec<u8>,
+    /// Datagram buffers back from the driver once sent.
+    pool: Pool,
+    /// A copy of a datagram handed over read-only (`handle`), opened in place.
+    scratch: Vec<u8>,
     peer_ts: Time,
     closed: bool,
     pub drops: ClientDrops,
@@ -82,7 +97,7 @@ pub struct Client {
 impl Client {
     pub fn new(psk: &Psk, conn_id: u32, cfg: ClientConfig, now: Time) -> Client {
         assert!((1..=crate::server::MAX_PATHS).contains(&cfg.paths));
-        let (hs, initial) = ClientHandshake::start(psk, conn_id);
+        let (hs, initial) = ClientHandshake::start(psk, conn_id, Offer::local(cfg.aead));
         let n = cfg.paths;
         let mut c = Client {
             cfg,
@@ -91,12 +106,12 @@ impl Client {
             tries: 0,
             paths: vec![PathState::default(); n],
             receiver: None,
-            held: HashMap::new(),
+            held: None,
             delivered: 0,
             total: None,
-            ready: VecDeque::new(),
             out: VecDeque::new(),
-            plain: Vec::with_capacity(MAX_DATAGRAM),
+            pool: Pool::default(),
+            scratch: Vec::with_capacity(MAX_DATAGRAM),
             peer_ts: Time::ZERO,
             closed: false,
             drops: ClientDrops::default(),
@@ -147,14 +162,54 @@ impl Client {
             .map(std::mem::take)
     }
 
-    /// The next bytes of the stream, in order.
-    pub fn read(&mut self) -> Option<Vec<u8>> {
-        self.ready.pop_front()
+    /// The AEAD suite the handshake chose, once it has.
+    pub fn suite(&self) -> Option<Suite> {
+        match &self.state {
+            State::Open(s) => Some(s.suite()),
+            _ => None,
+        }
     }
 
-    /// A datagram that arrived on path `path`.
+    /// The stream's next bytes, in order, all that have arrived (`None`: none); `read_with`
+    /// hands them over without a copy.
+    pub fn read(&mut self) -> Option<Vec<u8>> {
+        let mut out = Vec::new();
+        self.read_with(|b| {
+            out.extend_from_slice(b);
+            Ok(())
+        })
+        .ok()?;
+        (!out.is_empty()).then_some(out)
+    }
+
+    /// Hands the stream's in-order bytes that arrived to `sink`, in order, in runs as long as
+    /// the reassembly ring allows.
+    pub fn read_with(&mut self, sink: impl FnMut(&[u8]) -> io::Result<()>) -> io::Result<()> {
+        match self.held.as_mut() {
+            Some(held) => held.read_with(sink),
+            None => Ok(()),
+        }
+    }
+
+    /// A datagram's buffer back once sent, to be reused.
+    pub fn recycle(&mut self, buf: Vec<u8>) {
+        self.pool.give(buf);
+    }
+
+    /// A datagram that arrived on path `path` (copied, then opened in place: `handle_mut`
+    /// spares the copy).
     pub fn handle(&mut self, now: Time, path: usize, datagram: &[u8]) {
-        let Ok((header, rest)) = Header::decode(datagram) else {
+        let mut d = std::mem::take(&mut self.scratch);
+        d.clear();
+        d.extend_from_slice(datagram);
+        self.handle_mut(now, path, &mut d);
+        self.scratch = d;
+    }
+
+    /// A datagram that arrived on path `path`, decrypted in place in its buffer.
+    pub fn handle_mut(&mut self, now: Time, path: usize, datagram: &mut [u8]) {
+        let wire_len = datagram.len();
+        let Ok((header, _)) = Header::decode(datagram) else {
             self.drops.malformed += 1;
             return;
         };
@@ -167,7 +222,7 @@ impl Client {
                 };
                 match hs.finish(datagram) {
                     Ok(s) => {
-                        self.state = State::Open(s);
+                        self.state = State::Open(Box::new(s));
                         self.next_try = None;
                         for i in 0..self.paths.len() {
                             self.join(now, i);
@@ -185,7 +240,7 @@ impl Client {
             self.drops.malformed += 1;
             return;
         };
-        let frame = match session.open(&header, rest, &mut self.plain) {
+        let frame = match session.open(&header, datagram) {
             Ok(f) => f,
             Err(e) => {
                 match e {
@@ -197,7 +252,7 @@ impl Client {
             }
         };
         if path < self.bytes_received.len() {
-            self.bytes_received[path] += datagram.len() as u64;
+            self.bytes_received[path] += wire_len as u64;
         }
         match frame {
             Frame::JoinAck {
@@ -218,8 +273,14 @@ impl Client {
                         stack: self.cfg.stack,
                         total: self.total.map(Bytes),
                         jiffies: Jiffies::EXACT,
+                        ack_policy: self.cfg.ack_policy,
                         trace: self.cfg.trace,
                     }));
+                    // Room for the window the receiver advertises at most, and the segments
+                    // one receive batch may add before the application reads.
+                    let mss = wire::mss(true);
+                    let window = self.cfg.rcvbuf / u64::from(mss) + 64;
+                    self.held = Some(Reassembly::new(mss as usize, window + 1024));
                 }
                 let p = &mut self.paths[path];
                 p.joined = true;
@@ -246,7 +307,7 @@ impl Client {
                 if let Frame::Ack { ts_ecr, .. } = &mut f {
                     *ts_ecr = ts_val;
                 }
-                let mut d = Vec::with_capacity(96);
+                let mut d = self.pool.take();
                 session.seal(&f, &mut d);
                 self.out.push_back((path, d));
             }
@@ -263,26 +324,17 @@ impl Client {
                     now,
                     peer_ts: self.peer_ts,
                 };
-                let pkt = data_packet(&frame, &cx, datagram.len() as u32).expect("data");
+                let pkt = data_packet(&frame, &cx, wire_len as u32).expect("data");
                 let Payload::Data(seg) = pkt.payload else {
                     unreachable!()
                 };
                 self.peer_ts = self.peer_ts.max(seg.ts_val);
                 // Keep the bytes of a segment the window admits, once.
-                let window_segs = self.cfg.rcvbuf / u64::from(wire::mss(true)) + 64;
-                if seg.dseq >= self.delivered
-                    && seg.dseq < self.delivered + window_segs
-                    && !self.held.contains_key(&seg.dseq)
-                {
-                    self.held.insert(seg.dseq, payload.to_vec());
-                }
+                let held = self.held.as_mut().expect("created with the receiver");
+                held.insert(seg.dseq, payload);
                 rx.handle_data(now, &pkt);
-                while self.delivered < rx.data_rcv_nxt() {
-                    if let Some(bytes) = self.held.remove(&self.delivered) {
-                        self.ready.push_back(bytes);
-                    }
-                    self.delivered += 1;
-                }
+                self.delivered = rx.data_rcv_nxt();
+                held.set_in_order(self.delivered);
                 self.flush_acks();
             }
             Frame::Close { .. } => self.closed = true,
@@ -307,7 +359,7 @@ impl Client {
         let Some(p) = self.paths.iter().position(|p| p.joined) else {
             return;
         };
-        let mut d = Vec::with_capacity(32);
+        let mut d = self.pool.take();
         session.seal(&Frame::Close { code: 0 }, &mut d);
         self.out.push_back((p, d));
     }
@@ -334,7 +386,7 @@ impl Client {
             return;
         }
         p.next_try = Some(now + RETRY * (1u64 << (p.tries - 1)));
-        let mut d = Vec::with_capacity(32);
+        let mut d = self.pool.take();
         session.seal(
             &Frame::Join {
                 subflow: i as u8,
@@ -354,7 +406,7 @@ impl Client {
             let Payload::Ack(ack) = pkt.payload else {
                 continue;
             };
-            let mut d = Vec::with_capacity(96);
+            let mut d = self.pool.take();
             session.seal(&ack_frame(&pkt, &ack), &mut d);
             self.out.push_back((usize::from(pkt.subflow), d));
         }

@@ -135,14 +135,15 @@ pub fn serve(
         loop {
             match rx.recv(socket) {
                 Ok(_) => {
-                    for d in rx.iter() {
-                        match d.from {
-                            Some(from) if !d.truncated => server.handle(clock.now(), from, d.data),
-                            // Longer than any datagram of the wire format, or from no IP
-                            // address: dropped and counted, never parsed in part.
-                            _ => server.drops.malformed += 1,
-                        }
-                    }
+                    rx.for_each_mut(|from, truncated, data| match from {
+                        Some(from) if !truncated => server.handle_mut(clock.now(), from, data),
+                        // Longer than any datagram of the wire format, or from no IP
+                        // address: dropped and counted, never parsed in part.
+                        _ => server.drops.malformed += 1,
+                    });
+                    // What the batch's ACKs released goes now, not once the socket is
+                    // drained (the ACKs' wait would count as RTT).
+                    transmit_server(server, socket, &mut tx)?;
                     if !rx.is_full() {
                         // Drained (what arrives meanwhile wakes the next wait at once).
                         break;
@@ -159,14 +160,22 @@ pub fn serve(
         if server.poll_timeout().is_some_and(|t| t <= now) {
             server.handle_timeout(now);
         }
-        while let Some((to, d)) = server.poll_transmit() {
-            tx.push(Some(to), d);
-            if tx.is_full() {
-                tx.flush(socket)?;
-            }
-        }
-        tx.flush(socket)?;
+        transmit_server(server, socket, &mut tx)?;
     }
+    Ok(())
+}
+
+/// Sends what the server has to send, in batches; the buffers go back to it.
+fn transmit_server(server: &mut Server, socket: &UdpSocket, tx: &mut SendBatch) -> io::Result<()> {
+    while let Some((to, d)) = server.poll_transmit() {
+        tx.push(Some(to), d);
+        if tx.is_full() {
+            tx.flush(socket)?;
+            tx.take_spent().for_each(|b| server.recycle(b));
+        }
+    }
+    tx.flush(socket)?;
+    tx.take_spent().for_each(|b| server.recycle(b));
     Ok(())
 }
 
@@ -177,41 +186,45 @@ fn transmit(client: &mut Client, sockets: &[UdpSocket], tx: &mut [SendBatch]) ->
         tx[p].push(None, d);
         if tx[p].is_full() {
             tx[p].flush(&sockets[p])?;
+            tx[p].take_spent().for_each(|b| client.recycle(b));
         }
     }
     for (t, s) in tx.iter_mut().zip(sockets) {
         t.flush(s)?;
+        t.take_spent().for_each(|b| client.recycle(b));
     }
     Ok(())
 }
 
-/// Hands what waits on path `p`'s socket to the client; `Err` for an error that stops.
+/// Hands one batch of what waits on path `p`'s socket to the client, and the stream's bytes
+/// that it put in order to `sink` (so that the reassembly ring never waits for room): whether
+/// more may be waiting (the batch was full), or an error that stops.
 fn receive(
     client: &mut Client,
     clock: &Clock,
     p: usize,
     socket: &UdpSocket,
     rx: &mut RecvBatch,
-) -> io::Result<()> {
+    sink: &mut impl FnMut(&[u8]) -> io::Result<()>,
+) -> io::Result<bool> {
     loop {
         match rx.recv(socket) {
             Ok(_) => {
-                for d in rx.iter() {
-                    if d.truncated {
+                rx.for_each_mut(|_, truncated, data| {
+                    if truncated {
                         // Longer than any datagram of the wire format: never parsed in part.
                         client.drops.malformed += 1;
                     } else {
-                        client.handle(clock.now(), p, d.data);
+                        client.handle_mut(clock.now(), p, data);
                     }
-                }
-                if !rx.is_full() {
-                    return Ok(());
-                }
+                });
+                client.read_with(&mut *sink)?;
+                return Ok(rx.is_full());
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             // The server's port refused (ICMP): that path's datagrams are lost.
-            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => return Ok(false),
             Err(e) => return Err(e),
         }
     }
@@ -260,9 +273,7 @@ pub fn run_client(
             client.handle_timeout(now);
         }
         transmit(client, sockets, &mut tx)?;
-        while let Some(bytes) = client.read() {
-            sink(&bytes)?;
-        }
+        client.read_with(&mut sink)?;
         if now.0 - last_tick.0 >= 100_000_000 {
             tick(client, now);
             last_tick = now;
@@ -281,7 +292,7 @@ pub fn run_client(
                 wait(&refs, clock, Some(end), Duration::from_millis(100))?;
                 for (p, s) in sockets.iter().enumerate() {
                     // An error here ends nothing: the stream is done.
-                    let _ = receive(client, clock, p, s, &mut rx);
+                    while let Ok(true) = receive(client, clock, p, s, &mut rx, &mut sink) {}
                 }
             }
             return Ok(());
@@ -294,8 +305,18 @@ pub fn run_client(
             (a, b) => a.or(b),
         };
         wait(&refs, clock, deadline, Duration::from_millis(100))?;
-        for (p, s) in sockets.iter().enumerate() {
-            receive(client, clock, p, s, &mut rx)?;
+        // A batch from each path in turn, and the ACKs it called for sent before the next:
+        // held back until every socket is drained, they would wait as long as data keeps
+        // coming, and the sender would see that wait as RTT (a standing queue of our own).
+        loop {
+            let mut more = false;
+            for (p, s) in sockets.iter().enumerate() {
+                more |= receive(client, clock, p, s, &mut rx, &mut sink)?;
+            }
+            transmit(client, sockets, &mut tx)?;
+            if !more {
+                break;
+            }
         }
     }
 }

@@ -6,12 +6,15 @@
 //! - `server`, `client`: the two ends, sans-IO, each running the core (`Sender`, `Receiver`).
 //! - `convert`: the core's packets as frames; `source`: the bytes the server sends.
 
+pub mod aead;
 pub mod amplify;
 pub mod app;
 mod batch;
 pub mod client;
 pub mod convert;
 pub mod driver;
+mod pool;
+pub mod reassembly;
 pub mod replay;
 pub mod server;
 pub mod session;

@@ -4,8 +4,10 @@
 //! answered and confirmed from the same address (which proves the address, and measures the
 //! handshake's RTT as a SYN/SYN-ACK/ACK would).
 
+use crate::aead::Suite;
 use crate::amplify::Budget;
 use crate::convert::{ack_packet, data_frame, us, AckContext};
+use crate::pool::Pool;
 use crate::session::{respond, OpenError, Psk, Session};
 use crate::source::Source;
 use crate::timing::{DecisionCost, Timed};
@@ -37,6 +39,8 @@ pub struct ServerConfig {
     pub congestion: String,
     pub sndbuf: u64,
     pub stack: Stack,
+    /// Take only this AEAD suite (else the fastest both ends run: `aead::pick`).
+    pub aead: Option<Suite>,
 }
 
 impl Default for ServerConfig {
@@ -47,6 +51,7 @@ impl Default for ServerConfig {
             congestion: "cubic".into(),
             sndbuf: 6 << 20,
             stack: Stack::Upstream,
+            aead: None,
         }
     }
 }
@@ -104,8 +109,10 @@ pub struct Server {
     source: Arc<dyn Source + Sync>,
     conns: HashMap<u32, Conn>,
     out: VecDeque<(SocketAddr, Vec<u8>)>,
-    plain: Vec<u8>,
-    payload: Vec<u8>,
+    /// Datagram buffers back from the driver once sent, for the next datagrams.
+    pool: Pool,
+    /// A copy of a datagram handed over read-only (`handle`), opened in place.
+    scratch: Vec<u8>,
     pub drops: Drops,
 }
 
@@ -132,8 +139,8 @@ impl Server {
             source,
             conns: HashMap::new(),
             out: VecDeque::new(),
-            plain: Vec::with_capacity(MAX_DATAGRAM),
-            payload: vec![0; MAX_DATAGRAM],
+            pool: Pool::default(),
+            scratch: Vec::with_capacity(MAX_DATAGRAM),
             drops: Drops::default(),
         })
     }
@@ -185,8 +192,17 @@ impl Server {
         self.conns.len()
     }
 
-    /// A datagram from `from`.
+    /// A datagram from `from` (copied, then opened in place: `handle_mut` spares the copy).
     pub fn handle(&mut self, now: Time, from: SocketAddr, datagram: &[u8]) {
+        let mut d = std::mem::take(&mut self.scratch);
+        d.clear();
+        d.extend_from_slice(datagram);
+        self.handle_mut(now, from, &mut d);
+        self.scratch = d;
+    }
+
+    /// A datagram from `from`, decrypted in place in its buffer.
+    pub fn handle_mut(&mut self, now: Time, from: SocketAddr, datagram: &mut [u8]) {
         let header = match Header::decode(datagram) {
             Ok((h, _)) => h,
             Err(_) => {
@@ -202,8 +218,8 @@ impl Server {
             self.drops.unknown_connection += 1;
             return;
         };
-        let sealed = &datagram[header.len()..];
-        let frame = match conn.session.open(&header, sealed, &mut self.plain) {
+        let wire_len = datagram.len() as u32;
+        let frame = match conn.session.open(&header, datagram) {
             Ok(f) => f,
             Err(e) => {
                 self.drops.count(e);
@@ -211,14 +227,13 @@ impl Server {
             }
         };
         conn.last_heard = now;
-        let wire_len = datagram.len() as u32;
         match frame {
             Frame::Join {
                 subflow, ts_val, ..
             } if usize::from(subflow) < MAX_PATHS => {
                 let i = usize::from(subflow);
                 let mut budget = Budget::default();
-                budget.on_received(datagram.len());
+                budget.on_received(wire_len as usize);
                 let known = conn.paths[i].as_ref().is_some_and(|p| p.addr == from);
                 if !known {
                     conn.paths[i] = Some(Path {
@@ -239,7 +254,7 @@ impl Server {
                     ts_ecr: ts_val,
                     size: self.source.len().unwrap_or(u64::MAX),
                 };
-                let mut d = Vec::with_capacity(64);
+                let mut d = self.pool.take();
                 conn.session.seal(&answer, &mut d);
                 if path.budget.try_send(d.len()) {
                     self.out.push_back((from, d));
@@ -255,13 +270,13 @@ impl Server {
                     self.drops.malformed += 1;
                     return;
                 };
-                path.budget.on_received(datagram.len());
+                path.budget.on_received(wire_len as usize);
                 if path.addr != from {
                     // The client's address changed (a NAT rebinding): data follows it, within
                     // the budget, until an ACK from there echoes what was sent there.
                     path.addr = from;
                     path.budget = Budget::default();
-                    path.budget.on_received(datagram.len());
+                    path.budget.on_received(wire_len as usize);
                     path.challenge = Some((us(now), now));
                 }
                 if let Some((ts, sent)) = path.challenge {
@@ -325,7 +340,7 @@ impl Server {
             self.drops.over_capacity += 1;
             return;
         }
-        match respond(&self.psk, datagram) {
+        match respond(&self.psk, datagram, self.cfg.aead) {
             Ok((session, response)) => {
                 // The Response is no larger than the Initial: no amplification.
                 debug_assert!(response.len() <= datagram.len());
@@ -362,14 +377,21 @@ impl Server {
             let Some(Some(path)) = conn.paths.get_mut(usize::from(pkt.subflow)) else {
                 continue;
             };
+            // The segment's bytes are read straight into the datagram, after the frame's
+            // fields, and sealed there: no copy, no allocation once the pool is warm.
             let len = seg.len as usize;
-            let buf = &mut self.payload[..len];
-            if self.source.read_at(seg.dseq * mss, buf).is_err() {
+            let mut d = self.pool.take();
+            let source = &self.source;
+            let read = conn.session.seal_with(Kind::Data, &mut d, |out| {
+                data_frame(&pkt, &seg, &[]).encode(out);
+                let at = out.len();
+                out.resize(at + len, 0);
+                source.read_at(seg.dseq * mss, &mut out[at..])
+            });
+            if read.is_err() {
+                self.pool.give(d);
                 continue;
             }
-            let frame = data_frame(&pkt, &seg, buf);
-            let mut d = Vec::with_capacity(MAX_DATAGRAM);
-            conn.session.seal(&frame, &mut d);
             if path.budget.try_send(d.len()) {
                 self.out.push_back((path.addr, d));
             } else {
@@ -392,6 +414,11 @@ impl Server {
 
     pub fn poll_transmit(&mut self) -> Option<(SocketAddr, Vec<u8>)> {
         self.out.pop_front()
+    }
+
+    /// A datagram's buffer back once sent, to be reused.
+    pub fn recycle(&mut self, buf: Vec<u8>) {
+        self.pool.give(buf);
     }
 
     pub fn poll_timeout(&self) -> Option<Time> {

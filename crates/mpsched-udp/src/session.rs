@@ -1,18 +1,26 @@
 //! Sessions: a Noise handshake (`Noise_NNpsk0_25519_ChaChaPoly_BLAKE2s`, through `snow`) keyed
-//! by a pre-shared key, then every datagram sealed with ChaCha20-Poly1305 under the packet
-//! number as nonce. The client's first message already proves the key (psk0), so the server
-//! answers no one who lacks it; fresh ephemeral keys on both sides give each connection its
-//! own keys (forward secrecy). The packet number doubles as the replay window's index.
+//! by a pre-shared key, then every datagram sealed in place with the AEAD the handshake
+//! negotiated (`aead`: AES-128-GCM or ChaCha20-Poly1305, ring's) under the packet number as
+//! nonce and the clear header as associated data. The client's first message already proves
+//! the key (psk0), so the server answers no one who lacks it; fresh ephemeral keys on both
+//! sides give each connection its own keys (forward secrecy). The packet number doubles as the
+//! replay window's index.
 
+use crate::aead::{self, Direction, Offer, Opener, Sealer, Suite};
 use crate::replay::ReplayWindow;
-use crate::wire::{Frame, Header, Kind, WireError, HANDSHAKE_HEADER_LEN, PN_LIMIT, TAG_LEN};
+use crate::wire::{
+    Frame, Header, Kind, WireError, HANDSHAKE_HEADER_LEN, HEADER_LEN, PN_LIMIT, TAG_LEN,
+};
 use blake2::{Blake2s256, Digest};
-use snow::{Builder, HandshakeState, StatelessTransportState};
+use snow::{Builder, HandshakeState};
 use std::fmt;
 
 const PATTERN: &str = "Noise_NNpsk0_25519_ChaChaPoly_BLAKE2s";
-/// A Noise message of this pattern: an ephemeral key and the tag of an empty payload.
-pub const HANDSHAKE_MSG_LEN: usize = 32 + TAG_LEN;
+/// The Noise payload of each handshake message: one byte, the client's `Offer` in the
+/// Initial and the server's `Suite` in the Response (so the Response is no larger).
+const SUITE_PAYLOAD_LEN: usize = 1;
+/// A Noise message of this pattern: an ephemeral key and the sealed one-byte payload.
+pub const HANDSHAKE_MSG_LEN: usize = 32 + SUITE_PAYLOAD_LEN + TAG_LEN;
 
 /// The pre-shared key: 32 bytes.
 #[derive(Clone)]
@@ -74,7 +82,9 @@ fn builder(psk: &Psk) -> Builder<'_> {
 /// One side of an established connection: seals what it sends, opens what it receives.
 pub struct Session {
     conn_id: u32,
-    transport: StatelessTransportState,
+    suite: Suite,
+    sealer: Sealer,
+    opener: Opener,
     next_pn: u64,
     replay: ReplayWindow,
 }
@@ -83,18 +93,32 @@ impl fmt::Debug for Session {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Session")
             .field("conn_id", &self.conn_id)
+            .field("suite", &self.suite)
             .field("next_pn", &self.next_pn)
             .finish()
     }
 }
 
 impl Session {
-    fn new(conn_id: u32, hs: HandshakeState) -> Result<Session, OpenError> {
+    /// The keys of a finished handshake: the client seals with the split's first secret and
+    /// the server with its second.
+    fn new(conn_id: u32, mut hs: HandshakeState, suite: Suite) -> Result<Session, OpenError> {
+        if !hs.is_handshake_finished() {
+            return Err(OpenError::Auth);
+        }
+        let (c2s, s2c) = hs.dangerously_get_raw_split();
+        let client = Direction::new(suite, c2s, b"client");
+        let server = Direction::new(suite, s2c, b"server");
+        let (sealer, opener) = if hs.is_initiator() {
+            (Sealer::new(client), Opener::new(server))
+        } else {
+            (Sealer::new(server), Opener::new(client))
+        };
         Ok(Session {
             conn_id,
-            transport: hs
-                .into_stateless_transport_mode()
-                .map_err(|_| OpenError::Auth)?,
+            suite,
+            sealer,
+            opener,
             next_pn: 0,
             replay: ReplayWindow::default(),
         })
@@ -104,35 +128,45 @@ impl Session {
         self.conn_id
     }
 
-    /// Appends the datagram carrying `frame` to `out` (cleared first).
+    /// The AEAD the handshake chose.
+    pub fn suite(&self) -> Suite {
+        self.suite
+    }
+
+    /// Puts the datagram carrying `frame` in `out` (cleared first).
     pub fn seal(&mut self, frame: &Frame, out: &mut Vec<u8>) {
+        self.seal_with(frame.kind(), out, |o| frame.encode(o));
+    }
+
+    /// Puts a datagram of `kind` in `out` (cleared first): its header, then the frame that
+    /// `write` appends (the kind byte first), sealed in place. Whatever `write` returns is
+    /// returned; the datagram is only meant to be sent if that says so.
+    pub fn seal_with<R>(
+        &mut self,
+        kind: Kind,
+        out: &mut Vec<u8>,
+        write: impl FnOnce(&mut Vec<u8>) -> R,
+    ) -> R {
         assert!(self.next_pn < PN_LIMIT, "packet numbers exhausted: rekey");
         let header = Header {
-            kind: frame.kind(),
+            kind,
             conn_id: self.conn_id,
             pn: self.next_pn,
         };
         self.next_pn += 1;
         out.clear();
         header.encode(out);
-        let mut plain = Vec::with_capacity(crate::wire::MAX_DATAGRAM);
-        frame.encode(&mut plain);
-        let at = out.len();
-        out.resize(at + plain.len() + TAG_LEN, 0);
-        let n = self
-            .transport
-            .write_message(header.pn, &plain, &mut out[at..])
-            .expect("a frame fits one datagram");
-        out.truncate(at + n);
+        let r = write(out);
+        self.sealer.seal(header.pn, out, HEADER_LEN);
+        r
     }
 
-    /// The frame of a datagram whose header is `header` and whose sealed part is `sealed`;
-    /// `buf` receives the plaintext the frame borrows from.
+    /// The frame of `datagram` (whose header is `header`), opened in place: it borrows the
+    /// datagram's bytes.
     pub fn open<'b>(
         &mut self,
         header: &Header,
-        sealed: &[u8],
-        buf: &'b mut Vec<u8>,
+        datagram: &'b mut [u8],
     ) -> Result<Frame<'b>, OpenError> {
         if header.kind.is_handshake() {
             return Err(OpenError::Wire(WireError::Kind(header.kind as u8)));
@@ -140,32 +174,34 @@ impl Session {
         if header.conn_id != self.conn_id {
             return Err(OpenError::Wire(WireError::Mismatch));
         }
+        if datagram.len() < HEADER_LEN + TAG_LEN {
+            return Err(OpenError::Wire(WireError::Short));
+        }
         if !self.replay.may_accept(header.pn) {
             return Err(OpenError::Replay);
         }
-        buf.clear();
-        buf.resize(sealed.len(), 0);
-        let n = self
-            .transport
-            .read_message(header.pn, sealed, buf)
-            .map_err(|_| OpenError::Auth)?;
-        buf.truncate(n);
+        let (clear, sealed) = datagram.split_at_mut(HEADER_LEN);
+        let plain = self
+            .opener
+            .open(header.pn, clear, sealed)
+            .ok_or(OpenError::Auth)?;
         // Only an authenticated datagram moves the window, so forgeries cannot close it.
         self.replay.accept(header.pn);
-        Ok(Frame::decode(header.kind, buf)?)
+        Ok(Frame::decode(header.kind, plain)?)
     }
 }
 
 /// The client's half of the handshake.
 pub struct ClientHandshake {
     conn_id: u32,
+    offer: Offer,
     hs: HandshakeState,
 }
 
 impl ClientHandshake {
-    /// Starts a connection with id `conn_id`; returns the Initial datagram to send (again, as
-    /// it is, if no Response comes).
-    pub fn start(psk: &Psk, conn_id: u32) -> (ClientHandshake, Vec<u8>) {
+    /// Starts a connection with id `conn_id`, offering the AEAD suites of `offer`; returns the
+    /// Initial datagram to send (again, as it is, if no Response comes).
+    pub fn start(psk: &Psk, conn_id: u32, offer: Offer) -> (ClientHandshake, Vec<u8>) {
         let mut hs = builder(psk)
             .build_initiator()
             .expect("the pattern takes a psk");
@@ -177,9 +213,11 @@ impl ClientHandshake {
         }
         .encode(&mut out);
         let mut msg = [0u8; HANDSHAKE_MSG_LEN];
-        let n = hs.write_message(&[], &mut msg).expect("fits");
+        let n = hs
+            .write_message(&[offer.to_byte()], &mut msg)
+            .expect("fits");
         out.extend_from_slice(&msg[..n]);
-        (ClientHandshake { conn_id, hs }, out)
+        (ClientHandshake { conn_id, offer, hs }, out)
     }
 
     /// The server's Response: the session, or why not.
@@ -189,16 +227,27 @@ impl ClientHandshake {
             return Err(OpenError::Wire(WireError::Mismatch));
         }
         let mut payload = [0u8; HANDSHAKE_MSG_LEN];
-        self.hs
+        let n = self
+            .hs
             .read_message(msg, &mut payload)
             .map_err(|_| OpenError::Auth)?;
-        Session::new(self.conn_id, self.hs)
+        let suite = match payload[..n] {
+            [b] => Suite::from_u8(b).filter(|s| self.offer.accepts(*s)),
+            _ => None,
+        }
+        .ok_or(OpenError::Wire(WireError::Mismatch))?;
+        Session::new(self.conn_id, self.hs, suite)
     }
 }
 
 /// The server's answer to an Initial: the session and the Response datagram, or the reason
-/// the Initial is dropped (no answer is ever sent to a datagram without the key).
-pub fn respond(psk: &Psk, datagram: &[u8]) -> Result<(Session, Vec<u8>), OpenError> {
+/// the Initial is dropped (no answer is ever sent to a datagram without the key, nor to one
+/// whose offer names no suite this side takes). `only` restricts the suites the server takes.
+pub fn respond(
+    psk: &Psk,
+    datagram: &[u8],
+    only: Option<Suite>,
+) -> Result<(Session, Vec<u8>), OpenError> {
     let (h, msg) = Header::decode(datagram)?;
     if h.kind != Kind::Initial {
         return Err(OpenError::Wire(WireError::Mismatch));
@@ -210,8 +259,14 @@ pub fn respond(psk: &Psk, datagram: &[u8]) -> Result<(Session, Vec<u8>), OpenErr
         .build_responder()
         .expect("the pattern takes a psk");
     let mut payload = [0u8; HANDSHAKE_MSG_LEN];
-    hs.read_message(msg, &mut payload)
+    let n = hs
+        .read_message(msg, &mut payload)
         .map_err(|_| OpenError::Auth)?;
+    let suite = match payload[..n] {
+        [b] => aead::pick(Offer::from_byte(b), aead::aes_hardware(), only),
+        _ => None,
+    }
+    .ok_or(OpenError::Wire(WireError::Mismatch))?;
     let mut out = Vec::with_capacity(HANDSHAKE_HEADER_LEN + HANDSHAKE_MSG_LEN);
     Header {
         kind: Kind::Response,
@@ -221,10 +276,10 @@ pub fn respond(psk: &Psk, datagram: &[u8]) -> Result<(Session, Vec<u8>), OpenErr
     .encode(&mut out);
     let mut reply = [0u8; HANDSHAKE_MSG_LEN];
     let n = hs
-        .write_message(&[], &mut reply)
+        .write_message(&[suite as u8], &mut reply)
         .map_err(|_| OpenError::Auth)?;
     out.extend_from_slice(&reply[..n]);
-    Ok((Session::new(h.conn_id, hs)?, out))
+    Ok((Session::new(h.conn_id, hs, suite)?, out))
 }
 
 #[cfg(test)]
@@ -236,15 +291,19 @@ mod tests {
     }
 
     fn pair() -> (Session, Session) {
-        let (client, initial) = ClientHandshake::start(&psk(1), 77);
-        let (server, response) = respond(&psk(1), &initial).unwrap();
-        (client.finish(&response).unwrap(), server)
+        pair_with(None, None)
+    }
+
+    fn pair_with(client: Option<Suite>, server: Option<Suite>) -> (Session, Session) {
+        let (c, initial) = ClientHandshake::start(&psk(1), 77, Offer::local(client));
+        let (s, response) = respond(&psk(1), &initial, server).unwrap();
+        (c.finish(&response).unwrap(), s)
     }
 
     fn open(s: &mut Session, d: &[u8]) -> Result<Vec<u8>, OpenError> {
-        let (h, sealed) = Header::decode(d)?;
-        let mut buf = vec![];
-        s.open(&h, sealed, &mut buf).map(|f| {
+        let (h, _) = Header::decode(d)?;
+        let mut buf = d.to_vec();
+        s.open(&h, &mut buf).map(|f| {
             let mut out = vec![];
             f.encode(&mut out);
             out
@@ -271,9 +330,36 @@ mod tests {
 
     #[test]
     fn no_response_to_an_initial_without_the_key() {
-        let (_, initial) = ClientHandshake::start(&psk(2), 5);
-        assert_eq!(respond(&psk(1), &initial).err(), Some(OpenError::Auth));
-        assert!(respond(&psk(1), &initial[..20]).is_err());
+        let (_, initial) = ClientHandshake::start(&psk(2), 5, Offer::local(None));
+        assert_eq!(
+            respond(&psk(1), &initial, None).err(),
+            Some(OpenError::Auth)
+        );
+        assert!(respond(&psk(1), &initial[..20], None).is_err());
+    }
+
+    #[test]
+    fn the_suite_is_negotiated_and_each_works() {
+        let (c, s) = pair();
+        assert_eq!(c.suite(), s.suite());
+        let want = if aead::aes_hardware() {
+            Suite::Aes128Gcm
+        } else {
+            Suite::ChaCha20Poly1305
+        };
+        assert_eq!(c.suite(), want);
+        for suite in Suite::ALL {
+            let (mut c, mut s) = pair_with(Some(suite), None);
+            assert_eq!((c.suite(), s.suite()), (suite, suite));
+            let mut d = vec![];
+            c.seal(&Frame::Close { code: 3 }, &mut d);
+            assert!(open(&mut s, &d).is_ok());
+            let (_, s2) = pair_with(None, Some(suite));
+            assert_eq!(s2.suite(), suite);
+        }
+        // Nothing in common: the server does not answer.
+        let (_, initial) = ClientHandshake::start(&psk(1), 5, Offer::local(Some(Suite::Aes128Gcm)));
+        assert!(respond(&psk(1), &initial, Some(Suite::ChaCha20Poly1305)).is_err());
     }
 
     #[test]

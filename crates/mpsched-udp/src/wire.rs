@@ -12,7 +12,9 @@
 
 use std::fmt;
 
-pub const VERSION: u8 = 1;
+/// 2: the AEAD suite negotiated in the handshake, the clear header authenticated as associated
+/// data (docs/wire.md).
+pub const VERSION: u8 = 2;
 /// UDP payload on a 1,500-byte path (IPv4: 20 + 8 bytes of headers).
 pub const MAX_DATAGRAM: usize = 1472;
 /// Kind, connection id, packet number.
@@ -552,12 +554,12 @@ mod tests {
         }
         assert_eq!(Header::decode(&[]), Err(WireError::Short));
         assert_eq!(
-            Header::decode(&[0x23, 0, 0, 0, 0]),
-            Err(WireError::Version(2))
+            Header::decode(&[0x13, 0, 0, 0, 0]),
+            Err(WireError::Version(1))
         );
-        assert_eq!(Header::decode(&[0x10, 0, 0, 0, 0]), Err(WireError::Kind(0)));
+        assert_eq!(Header::decode(&[0x20, 0, 0, 0, 0]), Err(WireError::Kind(0)));
         assert_eq!(
-            Header::decode(&[0x13, 0, 0, 0, 0, 1]),
+            Header::decode(&[0x23, 0, 0, 0, 0, 1]),
             Err(WireError::Short)
         );
         assert_eq!(

@@ -8,6 +8,7 @@
 //! 1,000,000, see docs/wire.md).
 
 use mpsched_core::{Dur, Time};
+use mpsched_udp::aead::Suite;
 use mpsched_udp::client::{Client, ClientConfig};
 use mpsched_udp::server::{Drops, Server, ServerConfig};
 use mpsched_udp::session::Psk;
@@ -49,6 +50,11 @@ fn psk() -> Psk {
 }
 
 fn pair(size: u64, paths: usize) -> (Client, Server) {
+    pair_with(size, paths, None)
+}
+
+/// A client and a server; `aead`: the one suite the client offers.
+fn pair_with(size: u64, paths: usize, aead: Option<Suite>) -> (Client, Server) {
     let source: Arc<dyn Source + Sync> = Arc::new(Pattern { len: Some(size) });
     let server = Server::new(psk(), ServerConfig::default(), source).unwrap();
     let client = Client::new(
@@ -56,6 +62,7 @@ fn pair(size: u64, paths: usize) -> (Client, Server) {
         99,
         ClientConfig {
             paths,
+            aead,
             ..ClientConfig::default()
         },
         Time::ZERO,
@@ -101,8 +108,18 @@ fn hostile(rng: &mut Rng, valid: &[Vec<u8>]) -> (Vec<u8>, bool) {
 
 #[test]
 fn hostile_datagrams_are_dropped_and_counted_and_the_stream_arrives_whole() {
+    attack(Suite::Aes128Gcm);
+}
+
+#[test]
+fn under_chacha20_poly1305_too() {
+    attack(Suite::ChaCha20Poly1305);
+}
+
+/// The attack on a connection sealed with `suite`.
+fn attack(suite: Suite) {
     let size = 100_000_000;
-    let (mut client, mut server) = pair(size, 2);
+    let (mut client, mut server) = pair_with(size, 2, Some(suite));
     let mut now = Time::ZERO;
     let mut log = vec![];
     let mut offset = 0u64;
@@ -155,8 +172,9 @@ fn hostile_datagrams_are_dropped_and_counted_and_the_stream_arrives_whole() {
         client.delivered_bytes()
     );
     assert_eq!(offset, size);
+    assert_eq!(client.suite(), Some(suite));
     eprintln!(
-        "{hostile_n} hostile datagrams each way; server drops {:?}",
+        "{hostile_n} hostile datagrams each way ({suite}); server drops {:?}",
         server.drops
     );
 }
@@ -199,8 +217,10 @@ fn an_unauthenticated_flood_gets_no_answer() {
     let flood = n();
     for _ in 0..flood {
         // Initials of the right size and kind, from a spoofed address, without the key.
-        let mut d = vec![0x11];
-        d.extend((0..52).map(|_| rng.next() as u8));
+        let mut d = vec![mpsched_udp::wire::VERSION << 4 | Kind::Initial as u8];
+        let rest =
+            mpsched_udp::wire::HANDSHAKE_HEADER_LEN - 1 + mpsched_udp::session::HANDSHAKE_MSG_LEN;
+        d.extend((0..rest).map(|_| rng.next() as u8));
         server.handle(Time::ZERO, ATTACKER, &d);
     }
     assert_eq!(server.drops.unauthenticated, flood);

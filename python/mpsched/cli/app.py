@@ -6,6 +6,7 @@ of the simulator as ``error: internal: ...`` with exit code 1.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from collections.abc import Sequence
@@ -13,40 +14,44 @@ from typing import NoReturn
 
 import click
 
-from .. import __version__
 from ..errors import ScenarioError
-from .bench import bench_command
-from .calibrate import calibrate_command
-from .emulate import emulate_command
-from .plot import compare_command, plot_command
-from .run import run_command
-from .schedulers import schedulers_command
-from .schema import schema_command
-from .sweep import sweep_command
-from .table import table_command
-from .transport import get_command, serve_command
 
 __all__ = ["cli", "main"]
 
+# Each command's module and object, imported when the command runs (or help lists it):
+# `mpsched get` does not pay for the simulator's imports.
+_COMMANDS = {
+    "run": ("run", "run_command"),
+    "schedulers": ("schedulers", "schedulers_command"),
+    "bench": ("bench", "bench_command"),
+    "emulate": ("emulate", "emulate_command"),
+    "calibrate": ("calibrate", "calibrate_command"),
+    "serve": ("transport", "serve_command"),
+    "get": ("transport", "get_command"),
+    "sweep": ("sweep", "sweep_command"),
+    "plot": ("plot", "plot_command"),
+    "compare": ("plot", "compare_command"),
+    "table": ("table", "table_command"),
+    "schema": ("schema", "schema_command"),
+}
 
-@click.group(
-    context_settings={"help_option_names": ["-h", "--help"]},
-    commands=[
-        run_command,
-        schedulers_command,
-        bench_command,
-        emulate_command,
-        calibrate_command,
-        serve_command,
-        get_command,
-        sweep_command,
-        plot_command,
-        compare_command,
-        table_command,
-        schema_command,
-    ],
-)
-@click.version_option(version=__version__, prog_name="mpsched")
+
+class _LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(_COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        spec = _COMMANDS.get(cmd_name)
+        if spec is None:
+            return None
+        command: click.Command = getattr(
+            importlib.import_module(f".{spec[0]}", __package__), spec[1]
+        )
+        return command
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="mpsched", prog_name="mpsched")
 def cli() -> None:
     """mpsched: a multipath TCP simulator for studying packet schedulers."""
 

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from .. import api
-from .render import print_bench_report, print_bench_suite, rate
+from .render import print_bench_report, print_bench_suite, print_transport_bench, rate
 
 __all__ = ["bench_command", "bench_report", "bench_suite", "bench_sweep"]
 
@@ -111,12 +111,36 @@ def bench_sweep() -> dict[str, Any]:
 @click.option(
     "--transport-size", default="1GB", show_default=True, metavar="SIZE", help="Bytes moved."
 )
+@click.option(
+    "--rounds",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="With --transport: interleaved rounds (each system once per round).",
+)
+@click.option(
+    "--shape",
+    metavar="RATE",
+    default=None,
+    help="With --transport: instead, one path and two each shaped to RATE (e.g. 1gbit) on a "
+    "loopback in a namespace of its own (root).",
+)
+@click.option(
+    "--quinn",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    default=None,
+    help="With --transport: the quinn peer's binary (default: $MPSCHED_QUINN_PEER, else "
+    "benches/quinn-peer's release build if there).",
+)
 def bench_command(
     as_json: bool,
     seconds: float | None,
     names: tuple[str, ...],
     transport: bool,
     transport_size: str,
+    rounds: int,
+    shape: str | None,
+    quinn: Path | None,
 ) -> None:
     """Measure simulator speed: fixed scenarios (or the default one) and a bare heap loop."""
     if transport:
@@ -128,17 +152,17 @@ def bench_command(
             size = parse_size(transport_size)
         except ValueError as exc:
             raise ScenarioError(f"--transport-size: {exc}") from exc
-        rows = bench_transport(size)
+        say = lambda m: click.echo(m, err=True)  # noqa: E731
+        if shape is not None:
+            from ..transport_bench import bench_shaped
+
+            report = bench_shaped(size, rounds, shape, progress=say)
+        else:
+            report = bench_transport(size, rounds, quinn=quinn, progress=say)
         if as_json:
-            click.echo(json.dumps(rows, indent=2))
+            click.echo(json.dumps(report, indent=2))
             return
-        click.echo("| over loopback | goodput (Mbit/s) | CPU s per GB (both ends) |")
-        click.echo("| --- | ---: | ---: |")
-        for r in rows:
-            if "error" in r:
-                click.echo(f"| {r['name']} | error: {r['error'].strip()} | |")
-            else:
-                click.echo(f"| {r['name']} | {r['goodput_mbps']:,.0f} | {r['cpu_s_per_gb']:.2f} |")
+        print_transport_bench(report)
         return
     if seconds is None:
         suite = bench_suite(list(names))

@@ -10,13 +10,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import click
 from rich.console import Console
 from rich.table import Table
 
 from .. import contract
 from ..api import Result
 
-__all__ = ["print_bench_report", "print_bench_suite", "print_emulation", "print_summary", "rate"]
+__all__ = [
+    "print_bench_report",
+    "print_bench_suite",
+    "print_emulation",
+    "print_summary",
+    "print_transport_bench",
+    "rate",
+]
 
 
 # --- formatting helpers (tolerant of missing keys) ---
@@ -332,3 +340,38 @@ def print_bench_report(report: Mapping[str, Any]) -> None:
     for label, value in rows:
         table.add_row(label, value)
     Console().print(table)
+
+
+def print_transport_bench(report: Mapping[str, Any]) -> None:
+    """``mpsched bench --transport``'s rows as a Markdown table: medians and ranges."""
+
+    def cell(row: Mapping[str, Any], key: str, fmt: str) -> str:
+        lo, hi = row[f"{key}_range"]
+        return f"{format(row[key], fmt)} ({format(lo, fmt)}-{format(hi, fmt)})"
+
+    if "error" in report:
+        click.echo(f"error: {report['error']}")
+        return
+    load = report["load_before"][0], report["load_after"][0]
+    click.echo(
+        f"{report['bytes']:,} bytes over loopback, {report['rounds']} interleaved rounds, "
+        f"load average {load[0]:.2f} before, {load[1]:.2f} after; median (range)"
+    )
+    click.echo("| system | goodput (Mbit/s) | CPU s per GB (both ends) | AEAD |")
+    click.echo("| --- | ---: | ---: | --- |")
+    for r in report["rows"]:
+        name = r["name"]
+        if "subflows" in r:
+            name += f" (seen: {r['subflows']})"
+        if "error" in r:
+            click.echo(f"| {name} | error: {r['error'].strip()} | | |")
+            continue
+        click.echo(
+            f"| {name} | {cell(r, 'goodput_mbps', ',.0f')} | {cell(r, 'cpu_s_per_gb', '.2f')} "
+            f"| {r.get('aead') or '-'} |"
+        )
+    if "goodput_ratio" in report:
+        click.echo(
+            f"two paths / one: goodput {report['goodput_ratio']:.2f}x, "
+            f"CPU per GB {report['cpu_ratio']:.2f}x"
+        )

@@ -19,7 +19,7 @@ use crate::conn::stats::Histogram;
 use crate::conn::Stack;
 use crate::jiffies::Jiffies;
 use crate::packet::{Ack, Packet, Payload, SackBlock, MAX_SACK_BLOCKS};
-use crate::subflow::rx::{AckNeed, RxSeg};
+use crate::subflow::rx::{AckNeed, AckPolicy, RxSeg};
 use crate::subflow::SubflowRx;
 use crate::time::{Dur, Time};
 use crate::trace::DeliveryTrace;
@@ -48,6 +48,9 @@ pub struct ReceiverConfig {
     pub total: Option<Bytes>,
     /// The client kernel's ticks, on which its delayed ACKs run.
     pub jiffies: Jiffies,
+    /// How often in-order segments are ACKed (`AckPolicy::LINUX` but in the real transport's
+    /// opt-in `--ack-every`).
+    pub ack_policy: AckPolicy,
     pub trace: bool,
 }
 
@@ -157,16 +160,17 @@ pub struct Receiver {
     pub trace: Option<DeliveryTrace>,
 }
 
-fn subflow_rx(i: usize, jiffies: Jiffies) -> SubflowRx {
+fn subflow_rx(i: usize, jiffies: Jiffies, policy: AckPolicy) -> SubflowRx {
     let mut rx = SubflowRx::new(i as u8);
     rx.set_jiffies(jiffies);
+    rx.set_ack_policy(policy);
     rx
 }
 
 impl Receiver {
     pub fn new(cfg: ReceiverConfig) -> Receiver {
         let subflows = (0..cfg.subflows)
-            .map(|i| subflow_rx(i, cfg.jiffies))
+            .map(|i| subflow_rx(i, cfg.jiffies, cfg.ack_policy))
             .collect();
         let cfg_subflows = cfg.subflows;
         let mss = wire::mss(cfg.mptcp);
@@ -219,7 +223,7 @@ impl Receiver {
         if i < self.subflows.len() && self.gens[i] != CLOSED {
             self.incarnations[i] = self.incarnations[i].wrapping_add(1);
             self.gens[i] = CLOSED;
-            self.subflows[i] = subflow_rx(i, self.cfg.jiffies);
+            self.subflows[i] = subflow_rx(i, self.cfg.jiffies, self.cfg.ack_policy);
         }
     }
 
@@ -227,7 +231,7 @@ impl Receiver {
     pub fn open_subflow(&mut self, i: usize) {
         if i < self.subflows.len() && self.gens[i] == CLOSED {
             self.gens[i] = u16::from(self.incarnations[i]);
-            self.subflows[i] = subflow_rx(i, self.cfg.jiffies);
+            self.subflows[i] = subflow_rx(i, self.cfg.jiffies, self.cfg.ack_policy);
             self.window.reset_subflow(i);
         }
     }
@@ -490,6 +494,7 @@ mod tests {
             stack,
             total: None,
             jiffies: Jiffies::EXACT,
+            ack_policy: AckPolicy::LINUX,
             trace: false,
         })
     }

@@ -839,10 +839,35 @@ impl Sender {
     }
 
     /// Sends what the windows allow: subflow-level retransmissions first, then whatever the
-    /// scheduler decides, until it declines or no subflow has room.
+    /// scheduler decides, until it declines or no subflow has room; then the connection's
+    /// timers follow what went out.
     fn push(&mut self, now: Time) {
         self.last_push = now;
         let sent_before: usize = self.out.len();
+        self.push_retransmissions(now);
+        // Data not yet handed to any subflow, or all of it again after a subflow went stale
+        // (`mptcp_send_head`). (`first_unsent` is never sent; what lies above it may be, out
+        // of order.)
+        let send_head = self.msk_rtx.is_some()
+            && (self.shared.rewound
+                || self
+                    .data
+                    .first_unsent
+                    .max(self.data.una)
+                    .max(self.sched.pushed_end())
+                    < self.data.written_end());
+        self.refresh_stale_views(now);
+        self.schedule(now);
+        let sent = self.out.len() > sent_before;
+        if sent {
+            self.end_round(now, sent_before);
+        }
+        self.after_push(now, send_head, sent);
+    }
+
+    /// Each subflow's own retransmissions (SACK recovery, RTO) go before the scheduler's
+    /// choices, as in the kernel.
+    fn push_retransmissions(&mut self, now: Time) {
         for i in 0..self.subflows.len() {
             if !self.established(i, now) {
                 continue;
@@ -856,21 +881,11 @@ impl Sender {
                 self.emit_retransmission(i, seg);
             }
         }
+    }
 
-        // Data not yet handed to any subflow, or all of it again after a subflow went stale
-        // (`mptcp_send_head`).
-        // (`first_unsent` is never sent; what lies above it may be, out of order.)
-        let send_head = self.msk_rtx.is_some()
-            && (self.shared.rewound
-                || self
-                    .data
-                    .first_unsent
-                    .max(self.data.una)
-                    .max(self.sched.pushed_end())
-                    < self.data.written_end());
-        let mut guard = 0u32;
-        // Between events only the subflows an event touched change; until every subflow has
-        // joined, time itself changes the views.
+    /// Between events only the subflows an event touched change; until every subflow has
+    /// joined, time itself changes the views.
+    fn refresh_stale_views(&mut self, now: Time) {
         if self.views_joined && self.views.len() == self.subflows.len() {
             self.refresh_views_of(now, self.stale);
         } else {
@@ -878,24 +893,30 @@ impl Sender {
             self.views_joined = now >= self.last_join;
         }
         self.stale = SubflowSet::EMPTY;
-        loop {
-            if !self.views.iter().any(|v| v.cwnd_space > 0) {
-                break;
-            }
+    }
+
+    /// Asks the scheduler for decisions and carries them out, until it declines or no subflow
+    /// has window space.
+    fn schedule(&mut self, now: Time) {
+        let mut guard = 0u32;
+        while self.views.iter().any(|v| v.cwnd_space > 0) {
+            // The views are cached between events; in tests every decision checks them
+            // against fresh ones, so a view field that some event changes without marking
+            // its subflow stale fails at once instead of misleading a scheduler.
+            debug_assert!(
+                (0..self.subflows.len()).all(|i| self.views[i]
+                    == SubflowView::of(
+                        &self.subflows[i],
+                        self.usable(i, now),
+                        self.cfg.subflows[i].backup
+                    )),
+                "a cached subflow view is stale at {now:?}"
+            );
             let decision = {
                 let mut ctx = SchedCtx::new(now, &self.views, &self.data, &mut self.shared);
                 self.sched.next(&mut ctx)
             };
-            if !self.shared.penalize.is_empty() {
-                let mut changed = SubflowSet::EMPTY;
-                for sf in std::mem::take(&mut self.shared.penalize) {
-                    if sf < self.subflows.len() {
-                        self.subflows[sf].penalize(now);
-                        changed.insert(sf);
-                    }
-                }
-                self.refresh_views_of(now, changed);
-            }
+            self.apply_penalties(now);
             let Some(d) = decision else { break };
             if !self.valid(&d) {
                 self.stats.sched_rejects += 1;
@@ -915,11 +936,26 @@ impl Sender {
                 break;
             }
         }
+    }
 
-        let sent = self.out.len() > sent_before;
-        if sent {
-            self.end_round(now, sent_before);
+    /// The penalties the scheduler asked for during its decision (out-of-tree MPTCP's
+    /// penalisation of a slower subflow).
+    fn apply_penalties(&mut self, now: Time) {
+        if self.shared.penalize.is_empty() {
+            return;
         }
+        let mut changed = SubflowSet::EMPTY;
+        for sf in std::mem::take(&mut self.shared.penalize) {
+            if sf < self.subflows.len() {
+                self.subflows[sf].penalize(now);
+                changed.insert(sf);
+            }
+        }
+        self.refresh_views_of(now, changed);
+    }
+
+    /// Upstream's connection timer, window validation and the persist timer after a push.
+    fn after_push(&mut self, now: Time, send_head: bool, sent: bool) {
         if let Some(m) = self.msk_rtx.as_mut() {
             // Only a push with data pending consults `mptcp_subflow_get_send`, which sets the
             // period; the connection timer's own resends of the head do not.

@@ -57,7 +57,7 @@ pub struct Decision {
 /// A read-only view of one subflow, what a scheduler may base its choice on. `Default` is a
 /// subflow not yet established, for tests to fill in what they need
 /// (`SubflowView { cwnd: 10, ..Default::default() }`).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct SubflowView {
     pub id: usize,
     pub established: bool,

@@ -73,7 +73,7 @@ impl SchedParams {
         match self.values.get(key) {
             None => Ok(None),
             Some(ParamValue::Num(x)) => Err(format!(
-                "{key}: a duration needs its unit, e.g. \"{x}ms\" (units: ns, us, ms, s, min)"
+                "{key}: a duration needs its unit, e.g. \"{x}ms\" (units: ns, us, ms, s, min, h)"
             )),
             Some(ParamValue::Str(s)) => parse_duration(s)
                 .filter(|d| *d > Dur::ZERO)
@@ -104,25 +104,50 @@ impl SchedParams {
     }
 }
 
+/// The duration units a scenario may write, with their length in nanoseconds: one grammar for
+/// every duration (path delays and jitter in Python's scenario, scheduler parameters here);
+/// the contract publishes it and Python's `units` is checked against it.
+pub const DURATION_UNITS: &[(&str, u64)] = &[
+    ("ns", 1),
+    ("us", 1_000),
+    ("\u{b5}s", 1_000),
+    ("\u{3bc}s", 1_000),
+    ("ms", 1_000_000),
+    ("s", 1_000_000_000),
+    ("sec", 1_000_000_000),
+    ("min", 60_000_000_000),
+    ("h", 3_600_000_000_000),
+];
+
 fn parse_duration(s: &str) -> Option<Dur> {
     let s = s.trim();
-    let split = s.find(|c: char| c.is_ascii_alphabetic())?;
+    // The unit starts at the first letter, the micro signs (not ASCII) included.
+    let split = s.find(|c: char| c.is_alphabetic())?;
     let (num, unit) = s.split_at(split);
     let x: f64 = num.trim().parse().ok()?;
-    let scale = match unit.trim() {
-        "ns" => 1e-9,
-        "us" => 1e-6,
-        "ms" => 1e-3,
-        "s" => 1.0,
-        "min" => 60.0,
-        _ => return None,
-    };
-    (x.is_finite() && x >= 0.0).then(|| Dur::from_secs_f64(x * scale))
+    let (_, ns) = DURATION_UNITS.iter().find(|(u, _)| *u == unit.trim())?;
+    (x.is_finite() && x >= 0.0).then(|| Dur::from_secs_f64(x * *ns as f64 * 1e-9))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_take_every_unit_of_the_scenario_s_grammar() {
+        for (unit, ns) in DURATION_UNITS {
+            let p =
+                SchedParams::new().with("adjust_interval", ParamValue::Str(format!("50{unit}")));
+            assert_eq!(
+                p.duration("adjust_interval"),
+                Ok(Some(Dur(50 * ns))),
+                "{unit}"
+            );
+        }
+        let bad =
+            SchedParams::new().with("adjust_interval", ParamValue::Str("50 fortnights".into()));
+        assert!(bad.duration("adjust_interval").is_err());
+    }
 
     #[test]
     fn values_are_checked_and_named() {

@@ -20,6 +20,32 @@ use std::collections::VecDeque;
 pub const DELACK: Dur = Dur::from_millis(40);
 pub const MAX_QUICKACKS: u32 = 16;
 
+/// How often in-order segments are ACKed: Linux's every second one within the 40 ms
+/// delayed-ACK timer (the default, and what the simulator and fidelity runs use), or every
+/// `every` within `max_delay` (QUIC's ACK_FREQUENCY extension, an opt-in of the real
+/// transport: fewer ACKs to seal, send and process). Either way a segment out of order, one
+/// that fills a hole, a duplicate and the first segments (quick-ACK) are ACKed at once, so
+/// the SACK blocks the sender sees are the same; each ACK echoes the latest in-order
+/// segment's timestamp, so every RTT sample stays exact (there are fewer of them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AckPolicy {
+    pub every: u32,
+    pub max_delay: Dur,
+}
+
+impl AckPolicy {
+    pub const LINUX: AckPolicy = AckPolicy {
+        every: 2,
+        max_delay: DELACK,
+    };
+}
+
+impl Default for AckPolicy {
+    fn default() -> Self {
+        AckPolicy::LINUX
+    }
+}
+
 /// A segment waiting in the subflow's out-of-order queue.
 #[derive(Clone, Copy, Debug)]
 pub struct RxSeg {
@@ -60,6 +86,7 @@ pub struct SubflowRx {
     dsack: bool,
     /// The kernel's ticks, on which the delayed-ACK timer runs.
     jiffies: Jiffies,
+    policy: AckPolicy,
     pub segments_received: u64,
     pub duplicates: u64,
 }
@@ -81,6 +108,7 @@ impl SubflowRx {
             ts_recent: Time::ZERO,
             dsack: false,
             jiffies: Jiffies::EXACT,
+            policy: AckPolicy::LINUX,
             segments_received: 0,
             duplicates: 0,
         }
@@ -88,6 +116,10 @@ impl SubflowRx {
 
     pub fn set_jiffies(&mut self, jiffies: Jiffies) {
         self.jiffies = jiffies;
+    }
+
+    pub fn set_ack_policy(&mut self, policy: AckPolicy) {
+        self.policy = policy;
     }
 
     pub fn rcv_nxt(&self) -> u64 {
@@ -142,9 +174,9 @@ impl SubflowRx {
                 return self.ack_now();
             }
             if self.delack_at.is_none() {
-                self.delack_at = Some(self.jiffies.expiry(now, DELACK));
+                self.delack_at = Some(self.jiffies.expiry(now, self.policy.max_delay));
             }
-            if self.unacked_segs >= 2 {
+            if self.unacked_segs >= self.policy.every {
                 return AckNeed::Second;
             }
             return AckNeed::Delayed;
@@ -182,9 +214,9 @@ impl SubflowRx {
     /// goes now (`tcp_send_delayed_ack`). Returns whether to ACK now.
     pub fn hold_ack(&mut self, now: Time) -> bool {
         match self.delack_at {
-            Some(t) => t <= now + Dur(DELACK.0 / 4),
+            Some(t) => t <= now + Dur(self.policy.max_delay.0 / 4),
             None => {
-                self.delack_at = Some(self.jiffies.expiry(now, DELACK));
+                self.delack_at = Some(self.jiffies.expiry(now, self.policy.max_delay));
                 false
             }
         }
@@ -344,6 +376,49 @@ mod tests {
         assert_eq!(rx.on_segment(Time(3), &seg(2)), AckNeed::Delayed);
         assert!(!rx.on_delack_timer(Time(4)));
         assert!(rx.on_delack_timer(Time(3) + DELACK));
+    }
+
+    #[test]
+    fn an_ack_frequency_acks_every_nth_segment_but_out_of_order_ones_at_once() {
+        let policy = AckPolicy {
+            every: 8,
+            max_delay: Dur::from_millis(1),
+        };
+        let mut rx = SubflowRx::new(0);
+        rx.set_ack_policy(policy);
+        rx.quickacks = 0;
+        let mut linux = SubflowRx::new(0);
+        linux.quickacks = 0;
+        for i in 0..7 {
+            assert_eq!(rx.on_segment(Time(i), &seg(i)), AckNeed::Delayed, "{i}");
+            linux.on_segment(Time(i), &seg(i));
+        }
+        assert_eq!(rx.delack_at(), Some(Time(0) + policy.max_delay));
+        assert_eq!(rx.on_segment(Time(7), &seg(7)), AckNeed::Second);
+        linux.on_segment(Time(7), &seg(7));
+        rx.on_ack_sent();
+        // A hole: each segment above it and the one filling it are ACKed at once, with the
+        // SACK blocks and the echoed timestamp of Linux's receiver.
+        for (s, need) in [(10, AckNeed::Now), (12, AckNeed::Now), (8, AckNeed::Now)] {
+            assert_eq!(rx.on_segment(Time(s), &seg(s)), need, "{s}");
+            linux.on_segment(Time(s), &seg(s));
+            assert_eq!(rx.sack_blocks(), linux.sack_blocks(), "{s}");
+            assert_eq!(rx.ts_recent(), linux.ts_recent(), "{s}");
+        }
+        assert_eq!(
+            rx.on_segment(Time(9), &seg(9)),
+            AckNeed::Now,
+            "fills a hole"
+        );
+        linux.on_segment(Time(9), &seg(9));
+        assert_eq!(rx.sack_blocks(), linux.sack_blocks());
+        assert_eq!(rx.rcv_nxt(), 11);
+        assert_eq!(
+            rx.on_segment(Time(13), &seg(11)),
+            AckNeed::Now,
+            "fills the last"
+        );
+        assert_eq!(rx.rcv_nxt(), 13);
     }
 
     #[test]

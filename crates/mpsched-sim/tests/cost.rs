@@ -1,0 +1,137 @@
+//! The simulator's cost, held to a budget: instructions executed (valgrind's callgrind, which
+//! counts the same for the same binary and input whatever else the machine is doing), for the
+//! default scenario and one scenario per network feature. A change that makes one of them 3%
+//! more expensive fails here, so the cost cannot creep up a few percent per feature unseen.
+//!
+//! The counts are of this test binary (the `test` profile: optimised, no LTO, with the debug
+//! checks, about 5% of them the sender's check of its cached subflow views), run under
+//! callgrind with one scenario each. When a change lowers a count, lower its budget here.
+//! `mpsched bench` times the release build; docs/performance.md has both.
+
+use mpsched_sim::build::*;
+use mpsched_sim::config::{CodelSpec, Config, FlowConfig, Protocol, QueueSpec};
+use mpsched_sim::Simulation;
+use std::process::Command;
+
+/// (scenario, instructions of one run under callgrind, measured 2026-11-26).
+const BUDGETS: &[(&str, u64)] = &[
+    ("default", 490_800_000),
+    ("shared-link-and-trace", 105_300_000),
+    ("codel", 114_400_000),
+    ("fq-codel", 120_300_000),
+    ("jitter-reorder", 143_800_000),
+    ("flows", 116_600_000),
+];
+
+/// How much over its budget a scenario may run.
+const TOLERANCE: f64 = 0.03;
+
+fn scenario(name: &str) -> Config {
+    let lab = || stms_lab(100 * MS, 5 * S);
+    match name {
+        // The default scenario (scenarios/stms-lab.toml), 20 simulated seconds.
+        "default" => stms_lab(100 * MS, 20 * S),
+        "shared-link-and-trace" => {
+            let mut c = mpsched_sim::bench::scenarios()
+                .into_iter()
+                .find(|(n, _, _)| *n == "f")
+                .expect("bench scenario f")
+                .2;
+            c.duration_ns = 5 * S;
+            c
+        }
+        "codel" | "fq-codel" => {
+            let mut c = lab();
+            let aqm = Some(CodelSpec {
+                target_ns: 5 * MS,
+                interval_ns: 100 * MS,
+            });
+            for p in c.paths.iter_mut() {
+                p.down.queue = QueueSpec::Packets(1000);
+                if name == "codel" {
+                    p.down.codel = aqm;
+                } else {
+                    p.down.fq_codel = aqm;
+                }
+            }
+            c
+        }
+        "jitter-reorder" => {
+            let mut c = lab();
+            for p in c.paths.iter_mut() {
+                p.down.jitter_ns = 2 * MS;
+                p.down.reorder = true;
+            }
+            c
+        }
+        "flows" => {
+            let mut c = lab();
+            c.flows = (0..4)
+                .map(|k| FlowConfig {
+                    start_ns: k * S,
+                    protocol: if k % 2 == 0 {
+                        Protocol::Tcp
+                    } else {
+                        Protocol::Mptcp
+                    },
+                    scheduler: "minrtt".into(),
+                    scheduler_params: Default::default(),
+                    congestion: "cubic".into(),
+                    size_bytes: Some(2_000_000),
+                    paths: if k % 2 == 0 { vec![0] } else { vec![0, 1] },
+                })
+                .collect();
+            c
+        }
+        other => panic!("no cost scenario {other}"),
+    }
+}
+
+/// What callgrind runs: one scenario, named by the parent test, once.
+#[test]
+fn cost_child() {
+    if let Ok(name) = std::env::var("MPSCHED_COST_SCENARIO") {
+        Simulation::new(scenario(&name), false).unwrap().run();
+    }
+}
+
+/// Instructions callgrind counts for one run of `name` in this binary.
+fn instructions(name: &str) -> u64 {
+    let exe = std::env::current_exe().unwrap();
+    let out = Command::new("valgrind")
+        .args(["--tool=callgrind", "--callgrind-out-file=/dev/null"])
+        .arg(&exe)
+        .args(["--exact", "cost_child", "--test-threads=1", "--quiet"])
+        .env("MPSCHED_COST_SCENARIO", name)
+        .output()
+        .expect("valgrind runs");
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{name}: {log}");
+    log.lines()
+        .find_map(|l| l.split_once("Collected : ").map(|(_, n)| n.trim()))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{name}: no count in {log}"))
+}
+
+#[test]
+fn every_scenario_stays_within_its_instruction_budget() {
+    let have = Command::new("valgrind").arg("--version").output().is_ok();
+    if !have {
+        assert!(
+            std::env::var("MPSCHED_REQUIRE_VALGRIND").is_err(),
+            "MPSCHED_REQUIRE_VALGRIND is set and valgrind is not installed"
+        );
+        eprintln!("valgrind is not installed: the instruction budget is not checked");
+        return;
+    }
+    let mut over = Vec::new();
+    for &(name, budget) in BUDGETS {
+        let n = instructions(name);
+        let ratio = n as f64 / budget as f64;
+        eprintln!("{name}: {n} instructions, {ratio:.4} of the budget ({budget})");
+        if ratio > 1.0 + TOLERANCE {
+            over.push(format!("{name}: {n} > {budget} + 3%"));
+        }
+    }
+    assert!(over.is_empty(), "over budget:\n{}", over.join("\n"));
+}
