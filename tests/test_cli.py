@@ -260,7 +260,8 @@ def test_native_value_error_is_bad_input(run_cli, fake: ModuleType, monkeypatch)
         raise ValueError("paths[0].down.rate_bps: too\nlarge")
 
     monkeypatch.setattr(fake, "run", reject)
-    assert_one_line_error(run_cli("run"), "error: paths[0].down.rate_bps: too large")
+    # One line, naming the scenario file's key, not the core's (errors.toml_keys).
+    assert_one_line_error(run_cli("run"), "error: path[0].rate: too large")
 
 
 def test_internal_error_exits_1(run_cli, fake: ModuleType, monkeypatch) -> None:

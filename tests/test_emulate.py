@@ -2,7 +2,8 @@
 end to end, and clean-up after a run and after an interruption.
 
 These tests need root, network namespaces and TUN devices (and MPTCP for the MPTCP ones); they
-skip with the reason where those are missing.
+skip with the reason where those are missing, unless ``MPSCHED_REQUIRE_TESTBED=1`` (CI): then a
+missing root, TUN or namespace fails them (``kernel_testbed.py``).
 """
 
 from __future__ import annotations
@@ -36,12 +37,10 @@ from mpsched.testbed import (
 )
 
 from .conftest import ROOT
+from .kernel_testbed import MISSING as _MISSING
+from .kernel_testbed import needs_testbed
 from .tshark import needs_tshark, packets
 
-_MISSING = missing_capabilities("tcp")
-needs_testbed = pytest.mark.skipif(
-    _MISSING is not None, reason=f"kernel testbed unavailable: {_MISSING}"
-)
 _MISSING_MPTCP = _MISSING or missing_capabilities("mptcp")
 needs_mptcp = pytest.mark.skipif(
     _MISSING_MPTCP is not None, reason=f"kernel MPTCP testbed unavailable: {_MISSING_MPTCP}"
@@ -517,6 +516,17 @@ def _namespaces() -> set[str]:
     return {line.split()[0] for line in out.stdout.splitlines() if line.startswith("mpsemu-")}
 
 
+def _received_bytes(ns: str) -> int:
+    """Bytes the devices of namespace ``ns`` (loopback aside) have received."""
+    out = subprocess.run(
+        ["ip", "-n", ns, "-j", "-s", "link", "show"], capture_output=True, text=True, check=False
+    )
+    if out.returncode != 0 or not out.stdout.strip():
+        return 0
+    devices = json.loads(out.stdout)
+    return sum(d["stats64"]["rx"]["bytes"] for d in devices if d.get("ifname") != "lo")
+
+
 @needs_mptcp
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_interrupted_run_leaves_nothing_behind(sig: signal.Signals) -> None:
@@ -547,7 +557,13 @@ def test_interrupted_run_leaves_nothing_behind(sig: signal.Signals) -> None:
         while len(alive := processes()) < 3 and time.monotonic() < end:
             time.sleep(0.1)
         assert len(alive) >= 3, alive
-        time.sleep(1.0)
+        # Into the transfer: the client has received a megabyte (a third of a second of the
+        # 30 Mbit/s path).
+        (client,) = (name for name in new if name.endswith("-c"))
+        end = time.monotonic() + 30
+        while (got := _received_bytes(client)) < 1_000_000 and time.monotonic() < end:
+            time.sleep(0.1)
+        assert got >= 1_000_000, f"the transfer has not begun: {got} bytes received"
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=30)
     finally:

@@ -6,8 +6,10 @@ import json
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import IO
 
 import pyarrow.parquet as pq
 import pytest
@@ -45,6 +47,39 @@ def test_the_traces_stop_at_their_size_limit(tmp_path: Path) -> None:
         mpsched.run(duration="600s", out=tmp_path, max_trace_bytes=2_000_000)
 
 
+class _Lines:
+    """Reads a child's stream on a thread, line by line, so that a test can wait for a line
+    (with a deadline) and still have the whole output afterwards."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.lines: list[str] = []
+        self._changed = threading.Condition()
+        self._closed = False
+        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream: IO[str]) -> None:
+        with stream:
+            for line in stream:
+                with self._changed:
+                    self.lines.append(line)
+                    self._changed.notify_all()
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
+
+    def wait_for(self, prefix: str, timeout: float) -> bool:
+        """Whether a line starting with ``prefix`` came within ``timeout`` seconds."""
+        with self._changed:
+            return self._changed.wait_for(
+                lambda: self._closed or any(x.startswith(prefix) for x in self.lines), timeout
+            ) and any(x.startswith(prefix) for x in self.lines)
+
+    def text(self, timeout: float) -> str:
+        self._thread.join(timeout)
+        return "".join(self.lines)
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 def test_ctrl_c_stops_mpsched_run_within_a_second_and_keeps_the_run_so_far(
     tmp_path: Path,
@@ -58,14 +93,27 @@ def test_ctrl_c_stops_mpsched_run_within_a_second_and_keeps_the_run_so_far(
         # A background job of a non-interactive shell inherits SIGINT ignored.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509
     )
-    time.sleep(3)  # past the two seconds after which progress shows
-    proc.send_signal(signal.SIGINT)
-    sent = time.perf_counter()
-    stdout, stderr = proc.communicate(timeout=30)
-    assert time.perf_counter() - sent < 1.0
-    assert proc.returncode == 130, stderr
-    assert "simulated " in stderr and "events/s" in stderr, stderr  # a line per tenth, no TTY
-    assert "interrupted at" in stderr and "interrupted: the run so far" in stdout
+    assert proc.stdout is not None and proc.stderr is not None
+    stdout, stderr = _Lines(proc.stdout), _Lines(proc.stderr)
+    try:
+        # The first progress line (two seconds into the run) comes from within the run, where
+        # Ctrl-C is handled: a SIGINT earlier (while `import mpsched` builds its models on a
+        # loaded machine) would only test Python's default handler.
+        running = stderr.wait_for("simulated ", timeout=120)
+        assert running, f"no progress line in 120 s: {stderr.text(0)}"
+        proc.send_signal(signal.SIGINT)
+        sent = time.perf_counter()
+        proc.wait(timeout=30)
+        stopped_in = time.perf_counter() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    err = stderr.text(timeout=30)
+    assert stopped_in < 1.0, err
+    assert proc.returncode == 130, err
+    assert "simulated " in err and "events/s" in err, err  # a line per tenth, no TTY
+    assert "interrupted at" in err and "interrupted: the run so far" in stdout.text(timeout=30)
     summary = json.loads((out / "summary.json").read_text())
     assert 0 < summary["interrupted_at_s"] < 3000
     for table in mpsched.traces.TABLES:

@@ -14,15 +14,10 @@ from pathlib import Path
 import pytest
 
 from mpsched import api, load, to_native
-from mpsched.testbed import missing_capabilities
 from mpsched.testbed.transport import emulate_transport
 
 from .conftest import ROOT
-
-_MISSING = missing_capabilities("tcp")
-needs_testbed = pytest.mark.skipif(
-    _MISSING is not None, reason=f"kernel testbed unavailable: {_MISSING}"
-)
+from .kernel_testbed import needs_testbed
 
 
 @needs_testbed

@@ -202,6 +202,28 @@ mod tests {
     }
 
     #[test]
+    fn a_new_flow_goes_before_every_backlogged_flow() {
+        // Three bulk flows have each had a turn (1 and 2 are on the old list, 3 ends its
+        // quantum at the head of the new list); then flow 4 sends one packet. RFC 8290 serves
+        // it next, ahead of the old flows' turns; plain round robin would put it behind
+        // flows 1, 2 and 3.
+        let mut q = FqCodel::new(CodelConfig::default());
+        for i in 0..10u32 {
+            for flow in 1..=3 {
+                q.enqueue(ms(0), flow, 1500, (flow, i));
+            }
+        }
+        let mut dropped = vec![];
+        let mut next =
+            |q: &mut FqCodel<(u64, u32)>| q.dequeue(ms(1), |_| 1500, 1500, &mut dropped).unwrap().1;
+        let first: Vec<_> = (0..6).map(|_| next(&mut q)).collect();
+        assert_eq!(first, [(1, 0), (1, 1), (2, 0), (2, 1), (3, 0), (3, 1)]);
+        q.enqueue(ms(1), 4, 1500, (4, 0));
+        let then: Vec<_> = (0..4).map(|_| next(&mut q)).collect();
+        assert_eq!(then, [(4, 0), (1, 2), (2, 2), (3, 2)]);
+    }
+
+    #[test]
     fn two_bulk_flows_share_by_bytes() {
         let mut q = FqCodel::new(CodelConfig::default());
         for i in 0..50u32 {

@@ -1,5 +1,6 @@
 //! The engine between two TUN devices in two network namespaces, measured with UDP. Needs
-//! root, `ip` and /dev/net/tun; skips (with a message) where they are missing.
+//! root, `ip` and /dev/net/tun; skips (with a message) where they are missing, unless
+//! `MPSCHED_REQUIRE_TESTBED=1` (CI): then it fails.
 
 use mpsched_core::link::{LinkConfig, QueueLimit};
 use mpsched_core::{Dur, Rate};
@@ -88,6 +89,12 @@ fn plan(down: bool, rate: Rate, delay: Dur, queue: QueueLimit) -> LinkPlan {
 #[test]
 fn udp_burst_through_the_engine_sees_rate_delay_and_queue() {
     if let Some(why) = missing() {
+        // CI (`.ci/run`, as root) sets MPSCHED_REQUIRE_TESTBED=1: there a skip would pass
+        // without testing anything.
+        assert!(
+            std::env::var("MPSCHED_REQUIRE_TESTBED").as_deref() != Ok("1"),
+            "MPSCHED_REQUIRE_TESTBED=1 but the TUN engine test {why}"
+        );
         eprintln!("skipped: the TUN engine test {why}");
         return;
     }

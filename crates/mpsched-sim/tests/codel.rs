@@ -109,3 +109,151 @@ fn fq_codel_isolates_a_rate_limited_flow_from_a_bulk_one() {
     );
     assert!(fq_p99 < 60.0, "FQ-CoDel: p99 block delay {fq_p99} ms");
 }
+
+/// `n` CUBIC flows, the main one and `n - 1` competing ones (starting 100 ms apart), over one
+/// path of `rate_mbps`, 40 ms RTT, a 2 MB buffer, CoDel with RFC 8289's defaults on the data
+/// direction.
+fn crowd(n: u64, rate_mbps: u64, secs: u64) -> Config {
+    use mpsched_sim::config::FlowConfig;
+    let mut c = bulk(true);
+    c.paths[0].down.rate_bps = rate_mbps * MBPS;
+    c.paths[0].down.queue = QueueSpec::Bytes(2_000_000);
+    c.duration_ns = secs * S;
+    c.flows = (1..n)
+        .map(|k| FlowConfig {
+            start_ns: k * 100 * MS,
+            protocol: Protocol::Tcp,
+            scheduler: "minrtt".into(),
+            scheduler_params: Default::default(),
+            congestion: "cubic".into(),
+            size_bytes: None,
+            paths: vec![0],
+        })
+        .collect();
+    c
+}
+
+/// When the data direction's AQM dropped, read from the `subflows` trace sampled every
+/// `SAMPLE` (several drops in one sample come as several entries at its time).
+const SAMPLE: u64 = MS / 4;
+fn aqm_drop_times(cfg: Config) -> Vec<u64> {
+    use mpsched_sim::trace_out::Column;
+    let (mut t, mut drops) = (vec![], vec![]);
+    Simulation::new(cfg, false).unwrap().run_streaming(
+        mpsched_core::Dur(SAMPLE),
+        4096,
+        &mut |chunk| {
+            if chunk.table != "subflows" {
+                return;
+            }
+            for (name, col) in &chunk.columns {
+                match (*name, col) {
+                    ("t_ns", Column::U64(v)) => t.extend_from_slice(v),
+                    ("aqm_drops", Column::U64(v)) => drops.extend_from_slice(v),
+                    _ => {}
+                }
+            }
+        },
+    );
+    let mut times = vec![];
+    let mut before = 0;
+    for (t, d) in t.into_iter().zip(drops) {
+        times.extend(std::iter::repeat_n(t, (d - before) as usize));
+        before = d;
+    }
+    times
+}
+
+/// RFC 8289 (section 5.5, Linux's `codel_dequeue`): a queue that re-enters the dropping
+/// state soon after leaving it (within 16 intervals) resumes near the drop rate that
+/// controlled it last time, `count = count - lastcount` when that is above 1, instead of
+/// starting over at 1. Eight CUBIC flows need many drops an episode and re-enter within a
+/// second or two.
+///
+/// Read from the drops alone: within an episode the drops come `interval / sqrt(count)`
+/// apart, `count` going up by one a drop, so no gap there exceeds an interval (plus the wait
+/// for the next dequeue, 1.2 ms at 10 Mbit/s, and the trace's sampling); a longer gap ends an
+/// episode, and the drop after it begins the next one. Begun at `count = 1` the episode's
+/// second drop comes an interval later; resumed at `count = n >= 2`, within
+/// `interval / sqrt(2)` = 70.7 ms.
+#[test]
+fn codel_resumes_near_the_last_drop_rate_when_it_re_enters_soon() {
+    let interval = 100.0;
+    let times = aqm_drop_times(crowd(8, 10, 60));
+    let gaps: Vec<f64> = times
+        .windows(2)
+        .map(|w| (w[1] - w[0]) as f64 / 1e6)
+        .collect();
+    // Each clear re-entry (after a pause of more than an interval plus 5 ms, well within 16
+    // intervals): the gap to the episode's second drop, if it has one.
+    let second: Vec<f64> = gaps
+        .windows(2)
+        .filter(|w| (interval + 5.0..15.0 * interval).contains(&w[0]))
+        .map(|w| w[1])
+        .collect();
+    let slack = 2.0;
+    for &g in &second {
+        assert!(
+            g <= interval / 2f64.sqrt() + slack || (g - interval).abs() <= slack || g > interval,
+            "an episode's second drop {g} ms after its first: neither count 1 nor count >= 2"
+        );
+    }
+    let resumed = second
+        .iter()
+        .filter(|&&g| g <= interval / 2f64.sqrt() + slack)
+        .count();
+    eprintln!(
+        "{} drops, {} clear re-entries, {resumed} resumed",
+        times.len(),
+        second.len()
+    );
+    assert!(second.len() >= 30, "{} re-entries", second.len());
+    assert!(
+        resumed * 2 > second.len(),
+        "{resumed} of {} re-entries resumed near the last drop rate: {second:?}",
+        second.len()
+    );
+}
+
+/// One small block (one full-sized segment: the model pads blocks to whole segments, 1.2 ms
+/// at 10 Mbit/s) every 100 ms from the main connection, beside `bulk_flows` CUBIC flows on one
+/// 10 Mbit/s path (20 ms each way) under FQ-CoDel: the blocks' delays (write to delivery),
+/// in ms.
+fn sparse_beside(bulk_flows: u64) -> mpsched_sim::summary::Quantiles {
+    use mpsched_sim::config::Workload;
+    let mut c = crowd(bulk_flows + 1, 10, 30);
+    c.paths[0].down.codel = None;
+    c.paths[0].down.fq_codel = Some(CodelSpec {
+        target_ns: 5 * MS,
+        interval_ns: 100 * MS,
+    });
+    c.workload = Workload::Rate {
+        rate_bps: 500 * 8 * 10,
+        block_bytes: 500,
+        warmup_ns: 5 * S,
+    };
+    let s = Simulation::new(c, false).unwrap().run().summary;
+    assert!(s.blocks_delivered.unwrap() > 200);
+    s.block_delay_ms.expect("blocks timed")
+}
+
+/// RFC 8290 section 4.1: a flow with nothing queued that gets a packet goes on the list of
+/// new flows, which the scheduler serves before the old ones, so a sparse flow's packet
+/// waits for the packet being sent (1.2 ms here) and for other flows new at that moment (a
+/// bulk flow whose queue ran empty), not for the backlogged ones. Plain deficit round robin,
+/// which appends it to the one list, makes it wait for a quantum (1514 bytes, 1.2 ms) of
+/// each of the eight bulk flows: some 10 ms every time.
+#[test]
+fn fq_codel_serves_a_new_flow_before_the_old_ones() {
+    let alone = sparse_beside(0);
+    // 20 ms of propagation and 1.2 ms of serialization; the quantiles' buckets are 1/128
+    // wide.
+    let base = 20.0 + 1.2;
+    assert!((alone.max - base).abs() < 0.01, "alone: {alone:?} ms");
+    let d = sparse_beside(8);
+    let packet = 1.2;
+    assert!(d.p50 < base + packet, "block delay {d:?} ms");
+    // The worst block: behind a few new flows at most, well short of the eight quanta of a
+    // round.
+    assert!(d.max < base + 4.0 * packet, "block delay {d:?} ms");
+}

@@ -12,7 +12,7 @@
 //! CUBIC's epoch.
 
 use mpsched_sim::build::*;
-use mpsched_sim::config::{Config, Protocol, QueueSpec, RecoveryName};
+use mpsched_sim::config::{Change, Config, Protocol, QueueSpec, RecoveryName};
 use mpsched_sim::Simulation;
 
 const RATE_MBPS: u64 = 50;
@@ -105,4 +105,90 @@ fn jitter_that_does_not_reorder_retransmits_nothing() {
     let r = run(false, RecoveryName::Linux);
     assert_eq!((r.retransmits, r.dsacks, r.undos), (0, 0, 0));
     assert!(r.goodput_mbps > 0.9 * RATE_MBPS as f64);
+}
+
+/// A reduction the end of recovery cannot prove spurious, undone by the D-SACK that comes
+/// after it (Linux `tcp_fastretrans_alert`: `tcp_try_undo_dsack` in the Open and Disorder
+/// states, not only in recovery). One CUBIC flow, 50 Mbit/s, 40 ms RTT, a 4 MB buffer (an
+/// 80 ms standing queue); at 2 s, for 0.3 ms, the data direction's delay jumps to 300 ms, on
+/// a link whose packets keep their own delay: the one packet leaving then arrives 280 ms
+/// late. RACK calls it lost once the packets behind it are SACKed and the flow enters
+/// recovery; its retransmission fills the hole, so the ACK that ends recovery echoes the
+/// retransmission's timestamp (no Eifel undo, `tcp_packet_delayed`) and the one retransmission
+/// is not yet reported duplicate: recovery ends with the window reduced. At 2.3 s the original
+/// arrives, the receiver reports it duplicate, and 20 ms later the D-SACK, covering every
+/// retransmission of the episode, undoes the reduction: `tcp_undo_cwnd_reduction` restores
+/// ssthresh to `tcp_current_ssthresh` of before (at least 3/4 of the window) and CUBIC's
+/// `undo_cwnd` the window (at least what it was).
+#[test]
+fn a_late_d_sack_undoes_a_reduction_after_recovery_ended() {
+    let spike_at = 2 * S;
+    let mut c: Config = scenario(
+        vec![path(
+            "p",
+            RATE_MBPS * MBPS,
+            40 * MS,
+            QueueSpec::Bytes(4_000_000),
+            0.0,
+        )],
+        "minrtt",
+        4 * S,
+    );
+    c.protocol = Protocol::Tcp;
+    c.congestion = "cubic".into();
+    c.paths[0].down.reorder = true;
+    let delay = |at_ns, ms| Change {
+        at_ns,
+        delay_down_ns: Some(ms * MS),
+        ..Change::default()
+    };
+    c.paths[0].schedule = vec![delay(spike_at, 300), delay(spike_at + 300_000, 20)];
+    let out = Simulation::new(c, true).unwrap().run();
+    let s = &out.summary.subflows[0];
+    let tx = out.subflow_tx[0];
+    assert_eq!(
+        (s.fast_recoveries, s.retransmits, tx.dsacks, s.rtos),
+        (1, 1, 1, 0),
+        "one recovery, one retransmission reported duplicate, no timeout"
+    );
+    let a = &out.traces.as_ref().unwrap().acks;
+    let rows = 0..a.t_ns.len();
+    // Entering recovery: the first ACK after the spike that sets ssthresh (CUBIC's 0.7 of
+    // the window).
+    let red = rows
+        .clone()
+        .find(|&i| a.t_ns[i] > spike_at && a.ssthresh_segments[i] != a.ssthresh_segments[i - 1])
+        .expect("a reduction");
+    let (cwnd_before, reduced) = (a.cwnd_segments[red - 1], a.ssthresh_segments[red]);
+    assert!(reduced < cwnd_before * 3 / 4, "{cwnd_before} -> {reduced}");
+    // It takes effect: the window comes down to the reduced ssthresh before the late
+    // original arrives.
+    let original_at = spike_at + 300 * MS;
+    assert!(
+        rows.clone()
+            .any(|i| a.t_ns[i] < original_at && a.cwnd_segments[i] <= reduced),
+        "the window never came down to {reduced}"
+    );
+    // The undo: ssthresh rises again, when the D-SACK arrives (the original's arrival plus
+    // the 20 ms of the ACK path), not at the end of recovery.
+    let undo = rows
+        .clone()
+        .find(|&i| i > red && a.ssthresh_segments[i] != reduced)
+        .unwrap_or_else(|| panic!("the reduction to {reduced} was never undone"));
+    let undo_at = a.t_ns[undo];
+    assert!(
+        (original_at + 20 * MS..original_at + 25 * MS).contains(&undo_at),
+        "undone at {undo_at} ns"
+    );
+    assert!(
+        a.ssthresh_segments[undo] >= cwnd_before * 3 / 4,
+        "ssthresh {} after the undo, window {cwnd_before} before the reduction",
+        a.ssthresh_segments[undo]
+    );
+    assert!(a.cwnd_segments[undo] >= cwnd_before);
+    eprintln!(
+        "recovery at {} ns: cwnd {cwnd_before} -> ssthresh {reduced}; undone at {undo_at} ns: \
+         cwnd {}, ssthresh {}",
+        a.t_ns[red], a.cwnd_segments[undo], a.ssthresh_segments[undo]
+    );
 }

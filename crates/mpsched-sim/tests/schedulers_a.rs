@@ -186,6 +186,42 @@ fn blest_avoids_blocking_a_small_receive_window_and_adapts_lambda() {
     assert!(steps.iter().any(|d| (d + 0.01).abs() < 1e-9), "{lambda:?}");
 }
 
+/// `blestsched_update_lambda` (mptcp_blest.c) without a retransmission: the send window
+/// never blocks (64 MiB buffers both ends), so BLEST never falls back to the opportunistic
+/// retransmission that flags one, and lambda only falls, by 0.01 at most once per smallest
+/// srtt of the slow subflow (200 ms), from 1.2 to its floor of 1.0, where it stays.
+#[test]
+fn blest_lambda_only_falls_while_nothing_is_retransmitted() {
+    let mut c = stms_lab(200 * MS, 30 * S);
+    c.scheduler = "blest".into();
+    c.rcvbuf_bytes = 64 * MIB;
+    c.sndbuf_bytes = 64 * MIB;
+    c.sndbuf_autotune = false;
+    let out = traced(c);
+    let s = &out.summary;
+    assert_eq!((s.opportunistic_retransmits, s.penalizations), (0, 0));
+    // The slow subflow is used, so BLEST judged it again and again.
+    assert!(s.subflows[1].share > 0.2, "{}", s.subflows[1].share);
+    let lambda: Vec<(u64, f64)> = out
+        .traces
+        .unwrap()
+        .scheduler
+        .iter()
+        .filter(|x| x.key == "blest_lambda")
+        .map(|x| (x.t.as_nanos(), x.value))
+        .collect();
+    let values: Vec<f64> = lambda.iter().map(|&(_, l)| l).collect();
+    let expected: Vec<f64> = (0..20).map(|k| f64::from(119 - k) / 100.0).collect();
+    assert_eq!(values.len(), expected.len(), "{values:?}");
+    for (l, e) in values.iter().zip(&expected) {
+        assert!((l - e).abs() < 1e-9, "{values:?}");
+    }
+    assert!(
+        lambda.windows(2).all(|w| w[1].0 - w[0].0 >= 200 * MS),
+        "{lambda:?}"
+    );
+}
+
 #[test]
 fn daps_delivers_nearly_in_order() {
     // Constant, very different paths: 50 Mbit/s at 20 ms and 5 Mbit/s at 200 ms. LowRTT
