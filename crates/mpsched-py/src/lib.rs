@@ -411,9 +411,20 @@ fn udp_serve(
             catch_unwind(AssertUnwindSafe(|| {
                 let on_ready = |addr: std::net::SocketAddr| {
                     if let Some(cb) = ready.as_ref() {
-                        Python::with_gil(|py| {
-                            if let Err(e) = cb.call1(py, (addr.to_string(),)) {
-                                *failure.lock().expect("one thread") = Some(e.to_string());
+                        Python::with_gil(|py| match cb.call1(py, (addr.to_string(),)) {
+                            Ok(_) => {}
+                            // Ctrl-C (or SIGTERM, which `serve` turns into it) while the
+                            // callback ran: serving stops as it would a moment later.
+                            Err(e)
+                                if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(
+                                    py,
+                                ) =>
+                            {
+                                stop.store(true, Ordering::Relaxed);
+                            }
+                            Err(e) => {
+                                *failure.lock().expect("one thread") =
+                                    Some(format!("ready: {e} (serving stopped)"));
                                 stop.store(true, Ordering::Relaxed);
                             }
                         });
@@ -423,7 +434,8 @@ fn udp_serve(
                     // Ctrl-C ends serving (it may have reached a Python scheduler first); so
                     // does a Python scheduler that raised.
                     if let Some(why) = pysched::take_failure() {
-                        *failure.lock().expect("one thread") = Some(why);
+                        *failure.lock().expect("one thread") =
+                            Some(format!("connection.scheduler: {why} (serving stopped)"));
                         stop.store(true, Ordering::Relaxed);
                     }
                     if Python::with_gil(|py| py.check_signals()).is_err()
@@ -437,9 +449,7 @@ fn udp_serve(
         .map_err(panic_message)?
         .map_err(PyValueError::new_err)?;
     if let Some(why) = failure.into_inner().expect("one thread") {
-        return Err(PyValueError::new_err(format!(
-            "connection.scheduler: {why} (serving stopped)"
-        )));
+        return Err(PyValueError::new_err(why));
     }
     let drops = report.drops;
     let answers = report.answers;

@@ -184,6 +184,15 @@ pub fn serve(
                         // Drained (what arrives meanwhile wakes the next wait at once).
                         break;
                     }
+                    // Never drained while clients keep sending: up for the timers, the tick
+                    // and `stop` all the same.
+                    let now = clock.now();
+                    if now.0 - last_tick.0 >= 100_000_000
+                        || stop.load(Ordering::Relaxed)
+                        || server.poll_timeout().is_some_and(|t| t <= now)
+                    {
+                        break;
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -374,13 +383,22 @@ pub fn run_client(
         // A batch from each path in turn, and the ACKs it called for sent before the next:
         // held back until every socket is drained, they would wait as long as data keeps
         // coming, and the sender would see that wait as RTT (a standing queue of our own).
+        // While data keeps coming faster than it is read, the loop still comes up for the
+        // timers, the progress tick, Ctrl-C and `until` (a fast sender never lets the
+        // sockets drain).
         loop {
             let mut more = false;
             for (p, s) in sockets.iter().enumerate() {
                 more |= receive(client, clock, p, s, &mut rx, &mut sink)?;
             }
             transmit(client, sockets, &mut tx)?;
-            if !more {
+            let now = clock.now();
+            if !more
+                || now.0 - last_tick.0 >= 100_000_000
+                || stop.load(Ordering::Relaxed)
+                || until.is_some_and(|u| now >= u)
+                || client.poll_timeout().is_some_and(|t| t <= now)
+            {
                 break;
             }
         }
