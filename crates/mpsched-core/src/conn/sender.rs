@@ -843,18 +843,18 @@ impl Sender {
     fn push(&mut self, now: Time) {
         self.last_push = now;
         let sent_before: usize = self.out.len();
+        // Subflows whose F-RTO (step 2b) sends new data this round instead of retransmissions.
+        let mut frto_new = SubflowSet::EMPTY;
         for i in 0..self.subflows.len() {
             if !self.established(i, now) {
                 continue;
             }
-            while self.subflows[i].cwnd_space() > 0 {
-                let Some(seq) = self.subflows[i].next_retransmit() else {
-                    break;
-                };
-                let seg = self.subflows[i].transmit_retransmit(now, seq, self.cc.as_mut());
-                self.stale.insert(i);
-                self.emit_retransmission(i, seg);
+            let has_new = self.has_new_data_for(i);
+            if self.subflows[i].frto_wants_new_data(has_new) {
+                frto_new.insert(i);
+                continue;
             }
+            self.retransmit_lost(now, i);
         }
 
         // Data not yet handed to any subflow, or all of it again after a subflow went stale
@@ -916,6 +916,13 @@ impl Sender {
             }
         }
 
+        for i in frto_new.iter() {
+            // `tcp_xmit_recovery` with `REXMIT_NEW`: nothing new went out, so F-RTO gives way
+            // to the conventional retransmissions.
+            if self.subflows[i].frto_after_push() {
+                self.retransmit_lost(now, i);
+            }
+        }
         let sent = self.out.len() > sent_before;
         if sent {
             self.end_round(now, sent_before);
@@ -948,6 +955,33 @@ impl Sender {
             }
         } else {
             self.probe_at = None;
+        }
+    }
+
+    /// Subflow `i`'s lost segments, as many as its window allows (`tcp_xmit_retransmit_queue`).
+    fn retransmit_lost(&mut self, now: Time, i: usize) {
+        while self.subflows[i].cwnd_space() > 0 {
+            let Some(seq) = self.subflows[i].next_retransmit() else {
+                break;
+            };
+            let seg = self.subflows[i].transmit_retransmit(now, seq, self.cc.as_mut());
+            self.stale.insert(i);
+            self.emit_retransmission(i, seg);
+        }
+    }
+
+    /// Whether subflow `i` has new data waiting to be sent (`!tcp_write_queue_empty`): for
+    /// MPTCP, what the scheduler has put in that subflow's own queue (upstream's pushes ahead
+    /// of the window; schedulers that hand data over only as it is sent leave it empty); for
+    /// TCP, written data not yet sent that the peer's window admits.
+    fn has_new_data_for(&self, i: usize) -> bool {
+        if self.cfg.mptcp {
+            self.sched.queued(i) > 0
+        } else {
+            self.data
+                .unsent()
+                .next()
+                .is_some_and(|d| self.data.in_window(d))
         }
     }
 
