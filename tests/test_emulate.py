@@ -133,6 +133,9 @@ name = "p"
 """
 
 
+ONE_PATH = 'rate = "30Mbps"\nrtt = "40ms"'
+
+
 def _scenario(path: str, **overrides: Any) -> dict[str, Any]:
     return to_native(load(PATH_TOML.format(path=path), overrides))
 
@@ -231,6 +234,46 @@ def test_the_kernels_timer_phase_follows_from_one_reading(tmp_path: Path) -> Non
     # A reading within 0.2 ms of a tick is ambiguous: read again (here, always: none).
     listing.write_text("now at 1000000100000 nsecs\njiffies: 7\n")
     assert timer_phase_ns(1_000_011_000_000, 250, listing) is None
+
+
+def test_the_testbed_speaks_the_simulators_names() -> None:
+    """`linux` is upstream's scheduler on both sides; the out-of-tree `default` and the
+    simulator's own schedulers are refused with a hint to `linux`, as is the out-of-tree
+    stack."""
+    from mpsched.testbed import check_kernel_support
+
+    mptcp = {"connection.protocol": "mptcp"}
+    config = _scenario(ONE_PATH, **mptcp, **{"connection.scheduler": "linux"})
+    assert check_kernel_support(config, None) == "default"
+    for name in ("default", "minrtt"):
+        config = _scenario(ONE_PATH, **mptcp, **{"connection.scheduler": name})
+        with pytest.raises(ScenarioError, match=r"^connection\.scheduler: .*'linux'"):
+            emulate(config)
+    config = _scenario(ONE_PATH, **mptcp, **{"connection.stack": "out-of-tree"})
+    with pytest.raises(ScenarioError, match=r"^connection\.stack: .*out-of-tree"):
+        check_kernel_support(config, None)
+
+
+def test_the_testbed_summary_prints_as_the_simulators() -> None:
+    """A bulk download is a bulk download on both sides: the kernel's null block fields do
+    not make it a rate-limited application."""
+    import io
+
+    from rich.console import Console
+
+    from mpsched.api import Result
+    from mpsched.cli.render import print_summary
+    from mpsched.testbed.summary import summarize
+
+    config = _scenario(ONE_PATH, **{"connection.protocol": "mptcp"})
+    config["scheduler"] = "linux"
+    s = summarize(config, {"bytes_received": 1000}, {}, {}, {}, kernel_scheduler="default",
+                  wall_s=1.0)  # fmt: skip
+    assert s["scheduler"] == "linux" and s["block_delay_ms"] is None
+    out = io.StringIO()
+    print_summary(Result(summary=s, scenario=config), Console(file=out, width=200))
+    assert "(bulk transfer)" in out.getvalue() and "rate-limited" not in out.getvalue()
+    assert "scheduler linux" in out.getvalue() and "on the kernel" in out.getvalue()
 
 
 def test_unknown_kernel_scheduler_is_refused() -> None:
@@ -393,7 +436,7 @@ def test_a_backup_path_waits_for_the_regular_one_to_fail_on_the_kernel_too() -> 
     # upstream rule: none regular active); Wi-Fi fails at 3 s and LTE takes over.
     scenario = load(
         ROOT / "scenarios" / "stms-lab.toml",
-        {"duration": "7s", "path.lte.backup": True, "connection.scheduler": "default"},
+        {"duration": "7s", "path.lte.backup": True, "connection.scheduler": "linux"},
     )
     config = to_native(scenario)
     config["paths"][0]["schedule"] = [{"at_ns": 3_000_000_000, "up": False}]
@@ -415,7 +458,7 @@ def test_a_gone_address_closes_its_subflow_and_its_return_joins_a_new_one(first:
     order = ["lte", "wifi"] if first == "lte" else ["wifi", "lte"]
     scenario = load(
         ROOT / "scenarios" / "stms-lab.toml",
-        {"duration": "8s", "connection.paths": order, "connection.scheduler": "default"},
+        {"duration": "8s", "connection.paths": order, "connection.scheduler": "linux"},
     )
     config = to_native(scenario)
     wifi_at = order.index("wifi")
@@ -455,9 +498,11 @@ def test_a_lost_syn_goes_again_after_a_second_on_the_kernel_as_in_the_model() ->
 @needs_mptcp
 def test_mptcp_run_has_the_simulator_summary_keys() -> None:
     config = to_native(load(ROOT / "scenarios" / "stms-lab.toml", {"duration": "4s"}))
-    config["scheduler"] = "default"
+    config["scheduler"] = "linux"
     summary = emulate(config)
-    simulated = api.run(ROOT / "scenarios" / "stms-lab.toml", duration="4s").summary
+    simulated = api.run(
+        ROOT / "scenarios" / "stms-lab.toml", duration="4s", **{"connection.scheduler": "linux"}
+    ).summary
     assert set(simulated) <= set(summary)
     assert set(simulated["subflows"][0]) <= set(summary["subflows"][0])
     assert [s["name"] for s in summary["subflows"]] == ["wifi", "lte"]
@@ -466,7 +511,9 @@ def test_mptcp_run_has_the_simulator_summary_keys() -> None:
         assert sub["bytes_delivered"] > 1e6 and sub["packets_sent"] > 1000
         assert sub["srtt_ms"] is not None and sub["cwnd_segments"] > 0
     assert summary["goodput_mbps"] > 35
-    assert summary["scheduler"] == "kernel:default"
+    # One vocabulary: the simulator's name for upstream's scheduler, the sysctl's beside it.
+    assert summary["scheduler"] == "linux"
+    assert summary["kernel"]["scheduler"] == "default"
 
 
 @needs_mptcp
@@ -478,7 +525,7 @@ def test_the_kernels_packets_as_pcapng(tmp_path: Path) -> None:
     import pandas as pd
 
     config = to_native(load(ROOT / "scenarios" / "stms-lab.toml", {"duration": "3s"}))
-    config["scheduler"] = "default"
+    config["scheduler"] = "linux"
     capture = tmp_path / "capture.pcapng"
     emulate(config, raw_dir=tmp_path / "raw", header_trace=True, pcap=capture)
     report = json.loads((tmp_path / "raw" / "emulator.json").read_text())
@@ -534,7 +581,7 @@ def test_interrupted_run_leaves_nothing_behind(sig: signal.Signals) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
     proc = subprocess.Popen(
         [sys.executable, "-m", "mpsched", "emulate", str(ROOT / "scenarios" / "stms-lab.toml"),
-         "--set", "duration=30s", "--set", "connection.scheduler=default"],
+         "--set", "duration=30s", "--set", "connection.scheduler=linux"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

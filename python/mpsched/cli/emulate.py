@@ -19,6 +19,14 @@ __all__ = ["emulate_command"]
 
 @click.command("emulate")
 @click.argument("file", required=False)
+@click.option(
+    "--scheduler",
+    metavar="NAME",
+    help="Packet scheduler, as `mpsched run --scheduler` (linux: upstream's, the kernel's).",
+)
+@click.option(
+    "--seed", type=int, metavar="N", help="Random seed (integer >= 0): the links' losses."
+)
 @set_option
 @json_option
 @click.option(
@@ -38,7 +46,9 @@ __all__ = ["emulate_command"]
 @click.option(
     "--kernel-scheduler",
     metavar="NAME",
-    help="net.mptcp.scheduler to use instead of the scenario's scheduler name.",
+    help="Run this net.mptcp.scheduler (the kernel's own name, e.g. a BPF scheduler) instead "
+    "of the kernel's for the scenario's scheduler (linux: upstream's, net.mptcp.scheduler "
+    "default).",
 )
 @click.option(
     "--rt-priority",
@@ -71,6 +81,8 @@ __all__ = ["emulate_command"]
 )
 def emulate_command(
     file: str | None,
+    scheduler: str | None,
+    seed: int | None,
     sets: tuple[str, ...],
     as_json: bool,
     transport: str,
@@ -85,9 +97,16 @@ def emulate_command(
 
     Builds network namespaces and TUN devices, runs the scenario's links in the mpsched-emu
     emulator, transfers with the kernel's MPTCP (or TCP), and prints the summary of
-    `mpsched run` from the kernel's counters; fields it cannot measure are null.
+    `mpsched run` from the kernel's counters; fields it cannot measure are null. The
+    scheduler `linux` is upstream's (the kernel's `default`); the out-of-tree `default` and
+    the simulator's other schedulers are refused.
     """
-    scenario = load(file, parse_set(sets), label="--set")
+    overrides = parse_set(sets)
+    if scheduler is not None:
+        overrides["connection.scheduler"] = scheduler
+    if seed is not None:
+        overrides["seed"] = seed
+    scenario = load(file, overrides, label="--set")
     config = to_native(scenario)
     if header_trace and out is None:
         raise ScenarioError("--trace-headers: needs --out DIR (it writes DIR/raw/*.parquet)")

@@ -182,7 +182,11 @@ def print_summary(result: Result, console: Console) -> None:
         "scenario",
         f"{s.get('protocol', '?')}, scheduler {s.get('scheduler', '?')}, "
         f"{s.get('congestion', '?')}, seed {s.get('seed', '?')}, "
-        f"{_num(s.get('simulated_s', s.get('duration_s')), 'g', 's')} simulated"
+        + (
+            f"{_num(s.get('duration_s'), 'g', 's')} on the kernel"
+            if isinstance(s.get("kernel"), dict)
+            else f"{_num(s.get('simulated_s', s.get('duration_s')), 'g', 's')} simulated"
+        )
         + ("" if s.get("interrupted_at_s") is None else " (interrupted: the run so far)"),
     )
     delivered = s.get("bytes_delivered")
@@ -195,7 +199,10 @@ def print_summary(result: Result, console: Console) -> None:
         f"({_num(delivered / 1e6 if isinstance(delivered, int | float) else None)} MB delivered)",
     )
     completion = s.get("completion_s")
-    endless = "- (rate-limited application)" if "block_delay_ms" in s else "- (bulk transfer)"
+    # A rate-limited run times its blocks (0 delivered included); a null field is the
+    # kernel testbed's "not this workload", as an absent one is the simulator's.
+    rate_limited = s.get("blocks_delivered") is not None
+    endless = "- (rate-limited application)" if rate_limited else "- (bulk transfer)"
     head.add_row(
         f"completion{main}", endless if completion is None else _num(completion, ",.3f", " s")
     )

@@ -5,11 +5,11 @@ and the points to run, as ``--set`` overrides, in grids or space-filling designs
 
 Every point runs ``repetitions`` times on each side, repetition ``i`` with seed ``seed + i``
 (the emulator draws its losses from the same streams as the simulator). The kernel runs its own
-MPTCP scheduler (``net.mptcp.scheduler``, ``default``); the simulator runs ``linux`` (the model
-of that scheduler) when it has it, ``minrtt`` otherwise, and the report says which. The report
-(Markdown and JSON, rewritten after every run so that a long sweep can be watched and resumed)
-gives per point the goodput, each path's share, retransmissions and RTTs of both, and the
-kernel/simulator goodput ratio with its spread over the repetitions.
+MPTCP scheduler (``linux``: ``net.mptcp.scheduler`` ``default``); the simulator runs ``linux``
+(the model of that scheduler) when it has it, ``minrtt`` otherwise, and the report says which.
+The report (Markdown and JSON, rewritten after every run so that a long sweep can be watched
+and resumed) gives per point the goodput, each path's share, retransmissions and RTTs of both,
+and the kernel/simulator goodput ratio with its spread over the repetitions.
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ def calibrate(
         "source": sweep.source,
         "created": now,
         **kernel,
-        "kernel_scheduler": "default",
+        "kernel_scheduler": "linux",
         "simulator_scheduler": sim_scheduler,
         "simulator_note": note,
         "repetitions": reps,
@@ -163,14 +163,14 @@ def calibrate(
                 key = _key(point, rep, side)
                 if key in runs:
                     continue
-                sched = "default" if side == "kernel" else sim_scheduler
+                sched = "linux" if side == "kernel" else sim_scheduler
                 scenario = load(sweep.base, {**base, "seed": seed, "connection.scheduler": sched})
                 if progress:
                     progress(f"[{done}/{total}] {side:6} {point.group} | {point.name} | rep {rep}")
                 if side == "kernel":
                     config = to_native(scenario)
-                    check_kernel_support(config, "default")
-                    summary = emulate(config, kernel_scheduler="default", **(emulate_options or {}))
+                    check_kernel_support(config, None)
+                    summary = emulate(config, **(emulate_options or {}))
                 elif side == "transport":
                     summary = emulate_transport(to_native(scenario))
                 else:
@@ -295,7 +295,8 @@ def render(meta: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> str:
     lines = [
         f"# Calibration: {meta['title']}",
         "",
-        f"Kernel (Linux {meta['kernel']}, MPTCP scheduler `{meta['kernel_scheduler']}`) against "
+        f"Kernel (Linux {meta['kernel']}, MPTCP scheduler `{meta['kernel_scheduler']}`, "
+        "upstream's) against "
         f"the simulator (scheduler `{meta['simulator_scheduler']}`), "
         f"{meta['repetitions']} repetition(s) per point, seeds `seed + i`. Source: "
         f"`{meta['source']}`; created {meta['created']} by `mpsched calibrate`"

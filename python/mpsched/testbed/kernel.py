@@ -20,9 +20,11 @@ from ..errors import ScenarioError
 
 __all__ = [
     "KERNEL_CONGESTION",
+    "KERNEL_SCHEDULERS",
     "NS_PREFIX",
     "TestbedError",
     "check_kernel_support",
+    "kernel_scheduler_for",
     "kernel_schedulers",
     "missing_capabilities",
     "tool",
@@ -126,8 +128,33 @@ def timer_phase_ns(epoch_ns: int, hz: int, source: Path = Path("/proc/timer_list
     return None
 
 
+# The simulator's names for what the upstream kernel runs: `linux` is the model of upstream's
+# scheduler, which `net.mptcp.scheduler` calls "default".
+KERNEL_SCHEDULERS = {"linux": "default"}
+
+
+def kernel_scheduler_for(scheduler: str) -> str:
+    """The ``net.mptcp.scheduler`` that runs the simulator's ``scheduler``; ``ScenarioError``
+    when upstream Linux has no such scheduler (``default``, the out-of-tree kernel's, among
+    them)."""
+    if scheduler in KERNEL_SCHEDULERS:
+        return KERNEL_SCHEDULERS[scheduler]
+    if scheduler == "default":
+        raise ScenarioError(
+            "connection.scheduler: 'default' is the out-of-tree kernel's (MPTCP v0.9x) LowRTT "
+            "scheduler, which upstream Linux does not have; upstream's scheduler is 'linux' "
+            "(--scheduler linux)"
+        )
+    raise ScenarioError(
+        f"connection.scheduler: {scheduler!r} is the simulator's; upstream Linux has only "
+        "'linux' (net.mptcp.scheduler default); --kernel-scheduler NAME runs another of "
+        "the kernel's own (net.mptcp.available_schedulers)"
+    )
+
+
 def check_kernel_support(config: Mapping[str, Any], kernel_scheduler: str | None) -> str:
-    """The kernel scheduler to use; ``ScenarioError`` for what the kernel lacks."""
+    """The ``net.mptcp.scheduler`` to use (``kernel_scheduler`` if given, else the kernel's
+    for the scenario's scheduler); ``ScenarioError`` for what the kernel lacks."""
     if config.get("flows"):
         raise ScenarioError(
             "flow: the testbed runs the main connection only; competing flows ([[flow]]) "
@@ -141,7 +168,12 @@ def check_kernel_support(config: Mapping[str, Any], kernel_scheduler: str | None
     if config.get("loss_recovery", "linux") != "linux":
         raise ScenarioError(
             "connection.loss_recovery: the kernel recovers losses as Linux does; "
-            "'classic' exists only in the simulator"
+            f"{config['loss_recovery']!r} exists only in the simulator"
+        )
+    if config.get("stack", "upstream") != "upstream":
+        raise ScenarioError(
+            "connection.stack: the testbed runs this machine's upstream Linux; the "
+            "out-of-tree stack (MPTCP v0.9x) exists only in the simulator"
         )
     hz = kernel_hz()
     if hz is not None and config.get("timer_hz", hz) != hz:
@@ -149,27 +181,47 @@ def check_kernel_support(config: Mapping[str, Any], kernel_scheduler: str | None
             f"connection.timer_hz: this kernel's timers tick at {hz} Hz (CONFIG_HZ in "
             f"/proc/config.gz), not {config['timer_hz']}; set timer_hz = {hz} to compare"
         )
-    congestion = config["congestion"]
-    if congestion not in KERNEL_CONGESTION:
-        raise ScenarioError(
-            f"connection.congestion: {congestion!r} does not exist in the upstream Linux kernel "
-            f"(it has no coupled congestion control for MPTCP); the testbed supports "
-            f"{', '.join(KERNEL_CONGESTION)}"
-        )
+    connections = [("connection", config)] + [
+        (f"flow[{k}]", f) for k, f in enumerate(config.get("flows") or [])
+    ]
     available_cc = _kernel_congestion()
-    if available_cc and congestion not in available_cc:
-        raise ScenarioError(
-            f"connection.congestion: {congestion!r} is not available in this kernel "
-            f"(net.ipv4.tcp_available_congestion_control: {' '.join(available_cc)})"
-        )
-    if config["protocol"] != "mptcp":
-        return "default"
-    scheduler = kernel_scheduler or str(config["scheduler"])
+    for where, conn in connections:
+        congestion = conn["congestion"]
+        if congestion not in KERNEL_CONGESTION:
+            raise ScenarioError(
+                f"{where}.congestion: {congestion!r} does not exist in the upstream Linux "
+                f"kernel (it has no coupled congestion control for MPTCP); the testbed "
+                f"supports {', '.join(KERNEL_CONGESTION)}"
+            )
+        if available_cc and congestion not in available_cc:
+            raise ScenarioError(
+                f"{where}.congestion: {congestion!r} is not available in this kernel "
+                f"(net.ipv4.tcp_available_congestion_control: {' '.join(available_cc)})"
+            )
+    chosen: dict[str, str] = {}  # kernel scheduler -> the first connection running it
     available = kernel_schedulers()
-    if available and scheduler not in available:
-        raise ScenarioError(
-            f"connection.scheduler: {scheduler!r} is not an MPTCP scheduler of this kernel "
-            f"(net.mptcp.available_schedulers: {' '.join(available)}); use "
-            f"--set connection.scheduler=default or --kernel-scheduler"
-        )
-    return scheduler
+    for where, conn in connections:
+        if conn["protocol"] != "mptcp":
+            continue
+        if kernel_scheduler is not None:
+            scheduler = kernel_scheduler
+        else:
+            try:
+                scheduler = kernel_scheduler_for(str(conn["scheduler"]))
+            except ScenarioError as exc:
+                raise ScenarioError(str(exc).replace("connection.", f"{where}.", 1)) from None
+        if available and scheduler not in available:
+            raise ScenarioError(
+                f"{where}.scheduler: {scheduler!r} is not an MPTCP scheduler of this kernel "
+                f"(net.mptcp.available_schedulers: {' '.join(available)}); use "
+                f"--scheduler linux or --kernel-scheduler"
+            )
+        chosen.setdefault(scheduler, where)
+        if len(chosen) > 1:
+            # The server's namespace has one net.mptcp.scheduler for every connection.
+            raise ScenarioError(
+                f"{where}.scheduler: the kernel runs one MPTCP scheduler per network namespace "
+                f"(net.mptcp.scheduler); {conn['scheduler']!r} differs from "
+                f"{next(iter(chosen.values()))}'s"
+            )
+    return next(iter(chosen), "default")

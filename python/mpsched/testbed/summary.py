@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import contract
+from .kernel import KERNEL_SCHEDULERS
 from .netns import client_addr
 
 __all__ = ["summarize"]
@@ -149,7 +150,9 @@ def summarize(
     return contract.complete(
         {
             "protocol": config["protocol"],
-            "scheduler": f"kernel:{kernel_scheduler}" if mptcp else "none",
+            # The simulator's name for what the kernel ran (`linux`: net.mptcp.scheduler
+            # default); a kernel scheduler the simulator has no name for keeps the kernel's.
+            "scheduler": _scheduler_name(config, kernel_scheduler) if mptcp else "none",
             "congestion": config["congestion"],
             "seed": config["seed"],
             "goodput_mbps": delivered * 8 / end / 1e6,
@@ -169,6 +172,7 @@ def summarize(
             "wall_s": wall_s,
             "subflows": subflows,
             "kernel": {
+                "scheduler": kernel_scheduler if mptcp else None,
                 "connected_s": client.get("connected_s"),
                 "server_accepted_s": server.get("accepted_s"),
                 "subflows_established": len(server.get("subflows") or []),
@@ -207,6 +211,13 @@ def summarize(
             },
         }
     )
+
+
+def _scheduler_name(config: Mapping[str, Any], kernel_scheduler: str) -> str:
+    name = str(config.get("scheduler"))
+    if KERNEL_SCHEDULERS.get(name) == kernel_scheduler:
+        return name
+    return f"kernel:{kernel_scheduler}"
 
 
 def _ms(seconds: Any) -> float | None:

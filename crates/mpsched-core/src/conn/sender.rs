@@ -844,7 +844,7 @@ impl Sender {
     fn push(&mut self, now: Time) {
         self.last_push = now;
         let sent_before: usize = self.out.len();
-        self.push_retransmissions(now);
+        let frto_new = self.push_retransmissions(now);
         // Data not yet handed to any subflow, or all of it again after a subflow went stale
         // (`mptcp_send_head`). (`first_unsent` is never sent; what lies above it may be, out
         // of order.)
@@ -858,6 +858,13 @@ impl Sender {
                     < self.data.written_end());
         self.refresh_stale_views(now);
         self.schedule(now);
+        for i in frto_new.iter() {
+            // `tcp_xmit_recovery` with `REXMIT_NEW`: nothing new went out, so F-RTO gives way
+            // to the conventional retransmissions.
+            if self.subflows[i].frto_after_push() {
+                self.retransmit_lost(now, i);
+            }
+        }
         let sent = self.out.len() > sent_before;
         if sent {
             self.end_round(now, sent_before);
@@ -866,21 +873,22 @@ impl Sender {
     }
 
     /// Each subflow's own retransmissions (SACK recovery, RTO) go before the scheduler's
-    /// choices, as in the kernel.
-    fn push_retransmissions(&mut self, now: Time) {
+    /// choices, as in the kernel; returns the subflows whose F-RTO (step 2b) sends new data
+    /// this round instead.
+    fn push_retransmissions(&mut self, now: Time) -> SubflowSet {
+        let mut frto_new = SubflowSet::EMPTY;
         for i in 0..self.subflows.len() {
             if !self.established(i, now) {
                 continue;
             }
-            while self.subflows[i].cwnd_space() > 0 {
-                let Some(seq) = self.subflows[i].next_retransmit() else {
-                    break;
-                };
-                let seg = self.subflows[i].transmit_retransmit(now, seq, self.cc.as_mut());
-                self.stale.insert(i);
-                self.emit_retransmission(i, seg);
+            let has_new = self.has_new_data_for(i);
+            if self.subflows[i].frto_wants_new_data(has_new) {
+                frto_new.insert(i);
+                continue;
             }
+            self.retransmit_lost(now, i);
         }
+        frto_new
     }
 
     /// Between events only the subflows an event touched change; until every subflow has
@@ -984,6 +992,33 @@ impl Sender {
             }
         } else {
             self.probe_at = None;
+        }
+    }
+
+    /// Subflow `i`'s lost segments, as many as its window allows (`tcp_xmit_retransmit_queue`).
+    fn retransmit_lost(&mut self, now: Time, i: usize) {
+        while self.subflows[i].cwnd_space() > 0 {
+            let Some(seq) = self.subflows[i].next_retransmit() else {
+                break;
+            };
+            let seg = self.subflows[i].transmit_retransmit(now, seq, self.cc.as_mut());
+            self.stale.insert(i);
+            self.emit_retransmission(i, seg);
+        }
+    }
+
+    /// Whether subflow `i` has new data waiting to be sent (`!tcp_write_queue_empty`): for
+    /// MPTCP, what the scheduler has put in that subflow's own queue (upstream's pushes ahead
+    /// of the window; schedulers that hand data over only as it is sent leave it empty); for
+    /// TCP, written data not yet sent that the peer's window admits.
+    fn has_new_data_for(&self, i: usize) -> bool {
+        if self.cfg.mptcp {
+            self.sched.queued(i) > 0
+        } else {
+            self.data
+                .unsent()
+                .next()
+                .is_some_and(|d| self.data.in_window(d))
         }
     }
 

@@ -141,6 +141,12 @@ impl Rack {
         self.retrans_q.push_back(seq);
     }
 
+    /// The latest delivery's RTT (`rack.rtt_us`): what a segment must have been out for to be
+    /// marked lost at a timeout (`tcp_rack_skb_timeout` with no reordering window).
+    pub fn rtt(&self) -> Dur {
+        self.rtt
+    }
+
     /// Segments from `snd_una` on are to be judged again (their loss marks were undone).
     pub fn rescan(&mut self, snd_una: u64) {
         self.scan = snd_una;

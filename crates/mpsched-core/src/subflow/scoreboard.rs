@@ -124,6 +124,12 @@ impl Scoreboard {
     /// not in flight as a retransmission before.
     pub fn resend(&mut self, seq: u64, now: Time, stamp: Stamp) -> bool {
         let s = self.at_mut(seq);
+        if s.sacked {
+            // A loss probe resends the last segment even if it was SACKed meanwhile
+            // (`tcp_send_loss_probe`); delivered, it is not in flight again.
+            s.ever_retrans = true;
+            return false;
+        }
         let newly = !s.retrans;
         s.retrans = true;
         s.ever_retrans = true;
@@ -154,16 +160,24 @@ impl Scoreboard {
     }
 
     /// The cumulative ACK `ack` (RFC 5681, RFC 6675 (3)): `delivered(seq, seg)` for each
-    /// segment it delivers that was not SACKed before. Whether `snd_una` advanced.
+    /// segment it delivers that was not SACKed before. Whether `snd_una` advanced, and whether
+    /// it covered a segment ever retransmitted, SACKed or not (`FLAG_RETRANS_DATA_ACKED`:
+    /// Karn's rule then forbids an RTT sample from the ACK's timing).
     #[inline]
-    pub fn ack_cumulative(&mut self, ack: u64, mut delivered: impl FnMut(u64, &TxSeg)) -> bool {
+    pub fn ack_cumulative(
+        &mut self,
+        ack: u64,
+        mut delivered: impl FnMut(u64, &TxSeg),
+    ) -> (bool, bool) {
         if ack <= self.snd_una || ack > self.snd_nxt {
-            return false;
+            return (false, false);
         }
+        let mut retrans_acked = false;
         while self.snd_una < ack {
             let s = self.segs.pop_front().expect("outstanding segment");
             let seq = self.snd_una;
             self.snd_una += 1;
+            retrans_acked |= s.ever_retrans;
             if s.sacked {
                 self.sacked_out -= 1;
             } else {
@@ -177,7 +191,7 @@ impl Scoreboard {
             }
         }
         self.retransmit_hint = self.retransmit_hint.max(self.snd_una);
-        true
+        (true, retrans_acked)
     }
 
     /// Tags the segments `blocks` SACK (RFC 2018, RFC 6675 (2)): `delivered(seq, seg)` for
@@ -274,6 +288,25 @@ impl Scoreboard {
         }
         self.lost_out = 0;
         self.retransmit_hint = self.snd_nxt;
+    }
+
+    /// `tcp_timeout_mark_lost` (Linux 6.18, RACK always on): at a retransmission timeout the
+    /// head is lost, and so is every segment not SACKed that has been out (since its last
+    /// transmission) for `rack_rtt` or longer (`tcp_rack_skb_timeout(tp, skb, 0) <= 0`); those
+    /// sent more recently are not marked yet. A retransmission marked lost no longer counts
+    /// as in flight.
+    pub fn timeout_mark_lost(&mut self, now: Time, rack_rtt: crate::time::Dur) {
+        for seq in self.snd_una..self.snd_nxt {
+            let s = *self.at(seq);
+            if s.sacked || (s.lost && !s.retrans) {
+                continue;
+            }
+            if seq != self.snd_una && now.saturating_since(s.sent_at) < rack_rtt {
+                continue;
+            }
+            self.mark_lost(seq);
+        }
+        self.retransmit_hint = self.snd_una;
     }
 
     /// After a retransmission timeout (`tcp_enter_loss`): every segment not SACKed is lost,

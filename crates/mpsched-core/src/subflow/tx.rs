@@ -22,10 +22,25 @@
 //! - Undo of a spurious window reduction (`tcp_try_undo_dsack`, `tcp_try_undo_recovery`,
 //!   `tcp_try_undo_loss`): when every retransmission of the episode was reported duplicate
 //!   (D-SACK), or the ACK echoes a timestamp older than the first retransmission (Eifel,
-//!   `tcp_packet_delayed`), cwnd and ssthresh return to their values before it (not with
-//!   classic recovery). Not modelled: the partial undo (`tcp_try_undo_partial`) and F-RTO.
-//! - RFC 6298 retransmission timer with exponential backoff; after an RTO every outstanding
-//!   segment not SACKed is marked lost and cwnd = 1 (RFC 5681 3.1, Linux `tcp_enter_loss`).
+//!   `tcp_packet_delayed`; with no retransmission recorded, Linux 6.16+ takes the delivery
+//!   for a delayed original), cwnd and ssthresh return to their values before it (not with
+//!   classic recovery). The first retransmission's time (`retrans_stamp`) is forgotten as
+//!   Linux forgets it (`tcp_try_to_open`, `tcp_retrans_stamp_cleanup`). Not modelled: the
+//!   partial undo (`tcp_try_undo_partial`).
+//! - RFC 6298 retransmission timer with exponential backoff. At a timeout (`tcp_enter_loss`,
+//!   `tcp_timeout_mark_lost`) the head and every segment out for longer than RACK's RTT are
+//!   marked lost, not those sent more recently; cwnd = what is still in flight + 1; ssthresh
+//!   falls unless a reduction of this window is under way (a timeout in fast recovery keeps
+//!   it).
+//! - F-RTO, RFC 5682 with SACK (`tcp_process_loss` with `tp->frto`), armed by a timeout that
+//!   does not interrupt a recovery (or repeats one): an ACK or SACK of a segment never
+//!   retransmitted and sent before the timeout proves it spurious, and it is undone
+//!   (`tcp_try_undo_loss(sk, true)`, `TCPSpuriousRTOs`); the first ACK that advances
+//!   `snd_una` sends new data instead of retransmissions (step 2b, `REXMIT_NEW`: the caller
+//!   asks [`SubflowTx::frto_wants_new_data`] and reports with [`SubflowTx::frto_after_push`]),
+//!   and a duplicate ACK after that proves the loss real (step 3a).
+//! - Classic recovery keeps RFC 6298 / RFC 5681's letter: after an RTO every outstanding
+//!   segment not SACKed is lost, cwnd = 1, no F-RTO.
 //! - RFC 7661-style cwnd validation as Linux's `tcp_is_cwnd_limited`: the window only grows
 //!   while the subflow is actually limited by it.
 //! - RFC 2861 / Linux `tcp_cwnd_restart`: after an idle period longer than the RTO the window
@@ -80,6 +95,8 @@ pub struct SubflowTxStats {
     /// recovery (`TCPFullUndo`, `TCPLossUndo`).
     pub dsack_undos: u64,
     pub recovery_undos: u64,
+    /// Timeouts F-RTO proved spurious (`TCPSpuriousRTOs`; also counted in `recovery_undos`).
+    pub spurious_rtos: u64,
 }
 
 /// What one ACK did to the subflow.
@@ -116,6 +133,9 @@ struct Deliveries {
     sacked_rtt: Option<Dur>,
     /// The delivery-rate stamp of the segment delivered that was sent last.
     rate_ref: Option<Stamp>,
+    /// A segment never retransmitted and below the recovery point was newly ACKed or SACKed
+    /// (`FLAG_ORIG_SACK_ACKED`).
+    orig_sacked: bool,
 }
 
 pub struct SubflowTx {
@@ -157,6 +177,13 @@ pub struct SubflowTx {
     retrans_stamp: Option<Time>,
     /// The latest ACK's TSecr.
     rcv_tsecr: Time,
+    /// RFC 5682 F-RTO is under way (`tp->frto`).
+    frto: bool,
+    /// F-RTO step 2b asked for new data rather than retransmissions (`REXMIT_NEW`) on the
+    /// next transmission.
+    rexmit_new: bool,
+    /// Timeouts since `snd_una` last advanced (`icsk_retransmits`).
+    rto_retransmits: u32,
     /// Duplicates reported (`tp->dsack_dups`): more than retransmissions means a D-SACK
     /// cannot be trusted (a middlebox's duplicate).
     dsack_dups: u64,
@@ -195,6 +222,9 @@ impl SubflowTx {
             prior_ssthresh: 0,
             retrans_stamp: None,
             rcv_tsecr: Time::ZERO,
+            frto: false,
+            rexmit_new: false,
+            rto_retransmits: 0,
             dsack_dups: 0,
             jiffies: Jiffies::EXACT,
             stats: SubflowTxStats::default(),
@@ -517,6 +547,7 @@ impl SubflowTx {
     ) -> AckOutcome {
         self.peer_ts = self.peer_ts.max(ack.ts_val);
         self.rcv_tsecr = ack.ts_ecr;
+        let prior_state = self.ca_state;
         if ack.dsack {
             self.on_dsack();
         }
@@ -534,6 +565,7 @@ impl SubflowTx {
         if out.una_advanced {
             // RFC 6298 (5.3) and (5.7): restart the timer; the backoff ends.
             self.rtt.reset_backoff();
+            self.rto_retransmits = 0;
             let rto = (self.packets_out() > 0).then(|| self.rtt.rto_timer(now));
             self.timers.put_due(Timer::Rto, rto);
         }
@@ -544,13 +576,33 @@ impl SubflowTx {
         let dubious =
             !out.una_advanced || d.newly_sacked || ack.dsack || self.ca_state != CaState::Open;
         if dubious && self.recovery != LossRecovery::Classic {
-            self.try_undo(now, out.una_advanced, cc);
+            if self.ca_state == CaState::Loss {
+                // `tcp_ack`'s `num_dupack`: neither advancing nor a D-SACK (the model has no
+                // window updates or data on ACKs).
+                let dupack = !out.una_advanced && !ack.dsack;
+                self.process_loss(now, out.una_advanced, &d, dupack, cc);
+            } else {
+                self.try_undo(now, cc);
+            }
         }
-        // Linux `tcp_ack_is_dubious` -> `tcp_identify_packet_loss`.
-        if d.newly_sacked || self.ca_state != CaState::Open || self.sb.lost_out() > 0 {
+        // Linux `tcp_ack_is_dubious` -> `tcp_identify_packet_loss` (in loss recovery on every
+        // ACK, an undo included: it makes RACK judge again what the undo unmarked).
+        if d.newly_sacked
+            || prior_state != CaState::Open
+            || self.ca_state != CaState::Open
+            || self.sb.lost_out() > 0
+        {
             self.mark_lost(now);
         }
         self.update_ca_state(now, out.delivered, out.una_advanced, cc, all);
+        if prior_state != CaState::Open
+            && self.ca_state == CaState::Open
+            && self.recovery != LossRecovery::Classic
+        {
+            // `tcp_fastretrans_alert` leaving recovery or loss (or undoing it) without
+            // entering another: `tcp_try_to_open`.
+            self.retrans_stamp_cleanup();
+        }
         if out.una_advanced {
             // Linux `tcp_set_xmit_timer`: a loss probe if one is due, else the RTO.
             self.schedule_tlp(now, true);
@@ -573,20 +625,29 @@ impl SubflowTx {
         };
         let (mut reord_acked, mut reord_sacked) = (false, false);
         let mut high_sacked = self.high_sacked;
+        let recover = self.recover;
         let (sb, rack) = (&mut self.sb, &mut self.rack);
-        d.una_advanced = sb.ack_cumulative(ack.ack, |seq, s| {
+        let (una_advanced, retrans_acked) = sb.ack_cumulative(ack.ack, |seq, s| {
             reord_acked |= !s.ever_retrans && seq < prior_fack;
+            d.orig_sacked |= !s.ever_retrans && seq < recover;
             rack.advance(now, s, seq, min_rtt);
             d.delivered += 1;
             if !s.ever_retrans && d.acked_rtt.is_none() {
-                // Linux takes the oldest newly ACKed, never retransmitted segment (Karn's
-                // rule without timestamps; `tcp_clean_rtx_queue`).
+                // Linux takes the oldest newly ACKed, never retransmitted segment
+                // (`tcp_clean_rtx_queue`), unless the ACK also covers a retransmitted one.
                 d.acked_rtt = Some(now - s.sent_at);
             }
             d.rate_ref = Some(s.stamp);
         });
+        d.una_advanced = una_advanced;
+        if retrans_acked {
+            // Karn's rule (`FLAG_RETRANS_DATA_ACKED`): the ACK may be for a retransmission,
+            // so its timing says nothing; the SACKs' or the timestamp's sample stands.
+            d.acked_rtt = None;
+        }
         sb.sack(ack.sack_blocks(), |seq, s| {
             reord_sacked |= !s.ever_retrans && seq < prior_fack;
+            d.orig_sacked |= !s.ever_retrans && seq < recover;
             high_sacked = high_sacked.max(seq + 1);
             rack.advance(now, s, seq, min_rtt);
             d.delivered += 1;
@@ -643,10 +704,28 @@ impl SubflowTx {
 
     /// `tcp_packet_delayed`: the ACK echoes a timestamp (ms, Linux's TCP clock) from before
     /// the first retransmission: an original, not a retransmission, was delivered (Eifel).
+    /// With no retransmission recorded, Linux 6.16+ says yes: nothing was retransmitted, so
+    /// what arrived was an original (a SACK connection past its handshake).
     fn packet_delayed(&self) -> bool {
         let ms = |t: Time| t.0 / 1_000_000;
-        self.retrans_stamp
-            .is_some_and(|rs| self.rcv_tsecr > Time::ZERO && ms(self.rcv_tsecr) < ms(rs))
+        match self.retrans_stamp {
+            Some(rs) => self.rcv_tsecr > Time::ZERO && ms(self.rcv_tsecr) < ms(rs),
+            None => true,
+        }
+    }
+
+    /// `tcp_any_retrans_done`: a retransmission is in flight, or the head was ever resent.
+    fn any_retrans_done(&self) -> bool {
+        self.sb.retrans_out() > 0 || self.sb.seg(self.snd_una()).is_some_and(|s| s.ever_retrans)
+    }
+
+    /// `tcp_retrans_stamp_cleanup` (`tcp_try_to_open`, and 6.11+ `tcp_enter_recovery`): with
+    /// no retransmission left in the network, the next episode's first retransmission starts
+    /// the clock for undo and `tcp_write_timeout`.
+    fn retrans_stamp_cleanup(&mut self) {
+        if !self.any_retrans_done() {
+            self.retrans_stamp = None;
+        }
     }
 
     /// `tcp_write_timeout`: retransmitting for `tcp_retries2`'s worth of backed-off timeouts
@@ -680,10 +759,10 @@ impl SubflowTx {
         self.rack.set_advanced();
     }
 
-    /// `tcp_fastretrans_alert`'s undos on a dubious ACK: every retransmission of the episode
-    /// reported duplicate (`tcp_try_undo_dsack`, in recovery or after it), or in loss
-    /// recovery an ACK proving the timeout spurious (`tcp_try_undo_loss`).
-    fn try_undo(&mut self, now: Time, una_advanced: bool, cc: &mut dyn CongestionControl) {
+    /// `tcp_fastretrans_alert`'s undo on a dubious ACK outside loss recovery: every
+    /// retransmission of the episode reported duplicate (`tcp_try_undo_dsack`, in recovery or
+    /// after it).
+    fn try_undo(&mut self, now: Time, cc: &mut dyn CongestionControl) {
         match self.ca_state {
             CaState::Open | CaState::Recovery => {
                 if self.ca_state == CaState::Open {
@@ -700,14 +779,88 @@ impl SubflowTx {
                     }
                 }
             }
-            CaState::Loss => {
-                if una_advanced && self.may_undo() {
-                    self.undo_cwnd_reduction(true, cc);
-                    self.stats.recovery_undos += 1;
-                    self.set_ca_state(CaState::Open, now, cc);
+            CaState::Loss => unreachable!("an ACK in loss recovery goes to process_loss"),
+        }
+    }
+
+    /// `tcp_process_loss`: an ACK in loss recovery. The timeout is undone when the ACK
+    /// proves an original delivered (Eifel, `tcp_try_undo_loss(sk, false)`) or, with F-RTO,
+    /// when it (S)ACKs a segment never retransmitted (RFC 5682 3.1 step 3b,
+    /// `tcp_try_undo_loss(sk, true)`). F-RTO's first ACK that advances `snd_una` asks for new
+    /// data rather than retransmissions (step 2b: `frto_wants_new_data`); a duplicate ACK
+    /// after new data went proves the loss real (step 3a).
+    fn process_loss(
+        &mut self,
+        now: Time,
+        una_advanced: bool,
+        d: &Deliveries,
+        dupack: bool,
+        cc: &mut dyn CongestionControl,
+    ) {
+        let recovered = self.snd_una() >= self.recover;
+        if una_advanced && self.may_undo() {
+            self.undo_loss(now, false, cc);
+            return;
+        }
+        if self.frto {
+            if d.orig_sacked {
+                self.undo_loss(now, true, cc);
+                return;
+            }
+            if self.snd_nxt() > self.recover {
+                if d.newly_sacked || dupack {
+                    self.frto = false; // step 3a: the loss was real
                 }
+            } else if una_advanced && !recovered {
+                self.recover = self.snd_nxt();
+                // Step 2b, if the write queue and the window allow (the caller knows).
+                self.rexmit_new = true;
             }
         }
+        // `recovered`: `tcp_try_undo_recovery` (the undo was tried above; the state changes in
+        // `update_ca_state`).
+    }
+
+    /// `tcp_try_undo_loss`: the timeout's reduction and loss marks are undone
+    /// (`TCPLossUndo`; `TCPSpuriousRTOs` when F-RTO proved it).
+    fn undo_loss(&mut self, now: Time, frto_undo: bool, cc: &mut dyn CongestionControl) {
+        self.undo_cwnd_reduction(true, cc);
+        self.stats.recovery_undos += 1;
+        if frto_undo {
+            self.stats.spurious_rtos += 1;
+        }
+        self.rto_retransmits = 0;
+        self.rexmit_new = false;
+        self.set_ca_state(CaState::Open, now, cc);
+    }
+
+    /// F-RTO step 2b is pending: the next transmission should be new data if this subflow has
+    /// some waiting within the window (`tcp_write_queue_empty`, `tcp_wnd_end`). The caller
+    /// says whether it has: if not, F-RTO gives way to the conventional recovery at once
+    /// (`tp->frto = 0`, `REXMIT_LOST`) and `false` comes back.
+    pub fn frto_wants_new_data(&mut self, has_new_data: bool) -> bool {
+        if !self.rexmit_new {
+            return false;
+        }
+        if !has_new_data {
+            self.rexmit_new = false;
+            self.frto = false;
+        }
+        has_new_data
+    }
+
+    /// After a round of sending that F-RTO step 2b reserved for new data (`tcp_xmit_recovery`
+    /// with `REXMIT_NEW`): if none went out, F-RTO ends and lost segments are retransmitted as
+    /// usual (the caller retransmits when this returns true).
+    pub fn frto_after_push(&mut self) -> bool {
+        if !std::mem::take(&mut self.rexmit_new) {
+            return false;
+        }
+        if self.snd_nxt() > self.recover {
+            return false;
+        }
+        self.frto = false;
+        true
     }
 
     /// RFC 6298 (2), with timestamps (RFC 7323 4) when no clean sample exists; the
@@ -902,7 +1055,7 @@ impl SubflowTx {
                 self.set_ca_state(CaState::Open, now, cc);
             }
             CaState::Loss if self.snd_una() >= self.recover => {
-                // `tcp_try_undo_recovery` (the undo itself was tried in `try_undo`).
+                // `tcp_try_undo_recovery` (the undo itself was tried in `process_loss`).
                 self.rack.on_recovery_end();
                 self.set_ca_state(CaState::Open, now, cc);
             }
@@ -911,6 +1064,10 @@ impl SubflowTx {
 
         if self.ca_state == CaState::Open && self.sb.lost_out() > 0 {
             // RFC 6675 (4): enter fast recovery; RFC 5681 (4) via the CC's ssthresh.
+            // `tcp_enter_recovery` starts the clock with this episode's first retransmission.
+            if self.recovery != LossRecovery::Classic {
+                self.retrans_stamp_cleanup();
+            }
             self.recover = self.snd_nxt();
             // `tcp_enter_recovery`: what an undo would restore.
             self.init_undo();
@@ -949,11 +1106,57 @@ impl SubflowTx {
     // ----- the retransmission timer -----
 
     /// The retransmission timer fired (RFC 6298 (5.4)-(5.6), RFC 5681 (4), Linux
-    /// `tcp_enter_loss`). Returns nothing; the caller reinjects from `outstanding()`.
+    /// `tcp_retransmit_timer` -> `tcp_enter_loss`). Returns nothing; the caller retransmits
+    /// the head (cwnd leaves room for one) and, out-of-tree, reinjects from `outstanding()`.
     pub fn on_rto(&mut self, now: Time, cc: &mut dyn CongestionControl, all: &[CcState]) {
         self.stats.rtos += 1;
+        if self.recovery == LossRecovery::Classic {
+            self.enter_loss_classic(now, cc, all);
+        } else {
+            self.enter_loss(now, cc, all);
+        }
+        self.rto_retransmits += 1;
+        self.timers.stop(Timer::Reorder);
+        self.timers.stop(Timer::Tlp);
+        self.tlp.end_episode();
+        self.rtt.on_rto();
+        let rto = (self.packets_out() > 0).then(|| self.rtt.rto_timer(now));
+        self.timers.put_due(Timer::Rto, rto);
+    }
+
+    /// Linux `tcp_enter_loss` (6.18). `tcp_timeout_mark_lost`: the head is lost, and every
+    /// segment not SACKed whose RACK timeout has passed (out for RACK's RTT or longer); those
+    /// sent since stay in flight. ssthresh falls only if no reduction of this window is under
+    /// way: from Open, once the recovery point is passed, or at a timeout in loss recovery
+    /// after an ACK advanced. cwnd = in flight + 1. F-RTO is armed unless the timeout cuts a
+    /// recovery short (`new_recovery`) and is not a repeated one (`icsk_retransmits`).
+    fn enter_loss(&mut self, now: Time, cc: &mut dyn CongestionControl, all: &[CcState]) {
+        let new_recovery = self.ca_state == CaState::Open;
+        self.sb.timeout_mark_lost(now, self.rack.rtt());
+        let reduce = self.ca_state == CaState::Open
+            || self.recover <= self.snd_una()
+            || (self.ca_state == CaState::Loss && self.rto_retransmits == 0);
+        if reduce {
+            self.prior_ssthresh = self.current_ssthresh();
+            self.prior_cwnd = self.cc.cwnd;
+            let snap = self.cc_snapshot();
+            self.cc.ssthresh = cc.ssthresh(self.id as usize, &snap, now, all);
+            self.init_undo();
+        }
+        self.cc.cwnd = self.in_flight() + 1;
+        self.cc.cwnd_cnt = 0;
+        // RACK judges what was not marked (the marked retransmissions leave its queue).
+        self.rack.rescan(self.snd_una());
+        self.set_ca_state(CaState::Loss, now, cc);
+        self.recover = self.snd_nxt();
+        self.frto = new_recovery || self.rto_retransmits > 0;
+        self.rexmit_new = false;
+    }
+
+    /// A timeout with classic recovery (RFC 6298 (5.4)-(5.6), RFC 5681 (4)): every segment
+    /// not SACKed is lost, cwnd = 1.
+    fn enter_loss_classic(&mut self, now: Time, cc: &mut dyn CongestionControl, all: &[CcState]) {
         if self.ca_state == CaState::Open {
-            // `tcp_enter_loss`: what an undo would restore.
             self.prior_ssthresh = self.current_ssthresh();
             self.prior_cwnd = self.cc.cwnd;
             self.init_undo();
@@ -964,13 +1167,7 @@ impl SubflowTx {
         self.cc.cwnd_cnt = 0;
         self.sb.mark_all_lost();
         self.rack.reset(self.snd_nxt());
-        self.timers.stop(Timer::Reorder);
-        self.timers.stop(Timer::Tlp);
-        self.tlp.end_episode();
         self.recover = self.snd_nxt();
-        self.rtt.on_rto();
-        let rto = (self.packets_out() > 0).then(|| self.rtt.rto_timer(now));
-        self.timers.put_due(Timer::Rto, rto);
         self.set_ca_state(CaState::Loss, now, cc);
     }
 

@@ -423,3 +423,179 @@ fn a_restart_after_idle_halves_once_per_skb_queued_before_the_first_send() {
     assert_eq!(restart(2), 20);
     assert_eq!(restart(5), INITIAL_CWND);
 }
+
+// ----- the retransmission timeout: `tcp_enter_loss`, F-RTO (RFC 5682) and undo -----
+
+/// Ten segments sent at 0, the first two ACKed at 100 ms (srtt 100 ms, RACK's RTT 100 ms),
+/// the timeout at 400 ms (srtt + 200 ms) from Open: F-RTO is armed, everything out for
+/// longer than RACK's RTT is lost, and the head goes again.
+fn timed_out() -> (SubflowTx, Reno) {
+    let (mut sf, mut cc) = sent(10);
+    sf.cwnd_validate(true);
+    sf.on_ack(ms(100), &ack(2, &[]), &mut cc, &[]);
+    let fire = sf.rto_at().unwrap();
+    assert_eq!(fire, ms(400));
+    sf.on_rto(fire, &mut cc, &[]);
+    assert_eq!((sf.ca_state(), sf.frto), (CaState::Loss, true));
+    assert_eq!(sf.next_retransmit(), Some(2));
+    sf.transmit_retransmit(fire, 2, &mut cc);
+    assert_eq!((sf.cwnd(), sf.cwnd_space()), (1, 0));
+    (sf, cc)
+}
+
+#[test]
+fn rfc5682_a_timeout_whose_originals_are_acked_after_it_is_undone() {
+    // RFC 5682 3.1 with SACK (Linux `tcp_process_loss`, step 3b): the first ACK after the
+    // timeout acknowledges segment 3, never retransmitted and sent before it: the timeout
+    // was spurious. Linux undoes it at once (`tcp_try_undo_loss(sk, true)`,
+    // `TCPSpuriousRTOs`): window and ssthresh back, nothing deemed lost any more.
+    let (mut sf, mut cc) = timed_out();
+    let (cwnd, ssthresh) = (sf.prior_cwnd, sf.prior_ssthresh);
+    sf.on_ack(ms(450), &ack(4, &[]), &mut cc, &[]);
+    assert_eq!(sf.ca_state(), CaState::Open);
+    assert_eq!((sf.stats.spurious_rtos, sf.stats.recovery_undos), (1, 1));
+    assert_eq!(sf.sb.lost_out(), 0);
+    assert_eq!(sf.next_retransmit(), None);
+    assert!(
+        sf.cwnd() >= cwnd && sf.cc.ssthresh >= ssthresh,
+        "{}",
+        sf.cwnd()
+    );
+    // A SACK of such a segment proves it as well.
+    let (mut sf, mut cc) = timed_out();
+    sf.on_ack(ms(450), &ack(2, &[(5, 6)]), &mut cc, &[]);
+    assert_eq!((sf.ca_state(), sf.stats.spurious_rtos), (CaState::Open, 1));
+}
+
+#[test]
+fn rfc5682_step_2b_sends_new_data_and_step_3b_then_finds_the_timeout_spurious() {
+    // The first ACK acknowledges only the retransmitted head: F-RTO sends new data instead
+    // of retransmitting (step 2b, `REXMIT_NEW`), and the next ACK, acknowledging originals
+    // sent before the timeout, proves it spurious (step 3b).
+    let (mut sf, mut cc) = timed_out();
+    sf.on_ack(ms(450), &ack(3, &[]), &mut cc, &[]);
+    assert_eq!(sf.ca_state(), CaState::Loss);
+    assert!(sf.frto_wants_new_data(true));
+    let mut next = sf.snd_nxt();
+    while sf.cwnd_space() > 0 {
+        sf.transmit_new(ms(450), next, 1448, &mut cc);
+        next += 1;
+    }
+    assert_eq!(next, 12, "two new segments (cwnd 1 + 1 in slow start)");
+    assert!(!sf.frto_after_push(), "new data went: no retransmission");
+    assert_eq!(sf.stats.retransmits, 1);
+    sf.on_ack(ms(460), &ack(5, &[]), &mut cc, &[]);
+    assert_eq!((sf.ca_state(), sf.stats.spurious_rtos), (CaState::Open, 1));
+}
+
+#[test]
+fn rfc5682_step_3a_a_duplicate_ack_after_new_data_proves_the_loss_real() {
+    // After step 2b, an ACK that SACKs only the new data (the originals were lost): F-RTO
+    // ends and the conventional recovery retransmits what was marked lost.
+    let (mut sf, mut cc) = timed_out();
+    sf.on_ack(ms(450), &ack(3, &[]), &mut cc, &[]);
+    assert!(sf.frto_wants_new_data(true));
+    sf.transmit_new(ms(450), 10, 1448, &mut cc);
+    sf.transmit_new(ms(450), 11, 1448, &mut cc);
+    assert!(!sf.frto_after_push());
+    sf.on_ack(ms(560), &ack(3, &[(10, 11)]), &mut cc, &[]);
+    assert!(!sf.frto);
+    assert_eq!((sf.ca_state(), sf.stats.spurious_rtos), (CaState::Loss, 0));
+    assert_eq!(sf.next_retransmit(), Some(3));
+}
+
+#[test]
+fn rfc5682_step_2b_without_new_data_falls_back_to_retransmitting() {
+    // Nothing waiting in the write queue (or the window closed): `tp->frto = 0` at once and
+    // the lost segments go, as without F-RTO.
+    let (mut sf, mut cc) = timed_out();
+    sf.on_ack(ms(450), &ack(3, &[]), &mut cc, &[]);
+    assert!(!sf.frto_wants_new_data(false));
+    assert!(!sf.frto);
+    assert_eq!(sf.next_retransmit(), Some(3));
+    // New data was wanted but none went out (the scheduler sent nothing here): the same.
+    let (mut sf, mut cc) = timed_out();
+    sf.on_ack(ms(450), &ack(3, &[]), &mut cc, &[]);
+    assert!(sf.frto_wants_new_data(true));
+    assert!(sf.frto_after_push());
+    assert!(!sf.frto);
+    assert_eq!(sf.next_retransmit(), Some(3));
+}
+
+#[test]
+fn a_timeout_echoing_the_originals_timestamp_is_undone_by_eifel_without_frto() {
+    // The ACK echoes a timestamp from before the head's retransmission (400 ms): an original
+    // arrived (`tcp_packet_delayed`). Linux undoes it in `tcp_try_undo_loss(sk, false)`
+    // before F-RTO looks (`TCPLossUndo`, not `TCPSpuriousRTOs`): a delay spike on this
+    // kernel (one RTO, TCPLossUndo 1, TCPSpuriousRTOs 0) does the same.
+    let (mut sf, mut cc) = timed_out();
+    let mut a = ack(3, &[]);
+    a.ts_ecr = ms(10);
+    sf.on_ack(ms(450), &a, &mut cc, &[]);
+    assert_eq!(sf.ca_state(), CaState::Open);
+    assert_eq!((sf.stats.recovery_undos, sf.stats.spurious_rtos), (1, 0));
+}
+
+#[test]
+fn a_timeout_in_fast_recovery_keeps_ssthresh_arms_no_frto_and_spares_recent_segments() {
+    // `tcp_enter_loss` in Recovery: no new reduction of this window, F-RTO not armed
+    // (`new_recovery` false, no earlier timeout), and segments sent within RACK's RTT of the
+    // timeout stay in flight (`tcp_timeout_mark_lost`); cwnd = in flight + 1.
+    let (mut sf, mut cc) = sent(10);
+    sf.cwnd_validate(true);
+    sf.on_ack(ms(100), &ack(0, &[(1, 4)]), &mut cc, &[]);
+    assert_eq!(sf.ca_state(), CaState::Recovery);
+    let ssthresh = sf.cc.ssthresh;
+    sf.transmit_retransmit(ms(100), 0, &mut cc);
+    // New data sent late in the recovery.
+    sf.transmit_new(ms(380), 10, 1448, &mut cc);
+    sf.transmit_new(ms(380), 11, 1448, &mut cc);
+    let fire = ms(400);
+    sf.on_rto(fire, &mut cc, &[]);
+    assert_eq!(sf.ca_state(), CaState::Loss);
+    assert!(!sf.frto);
+    assert_eq!(sf.cc.ssthresh, ssthresh);
+    // RACK's RTT is 100 ms (segments 1-3, sent at 0, SACKed at 100 ms): 10 and 11 (out
+    // for 20 ms) are spared, 0 and 4-9 (out for 300-400 ms) are lost.
+    let lost: Vec<u64> = (0..12).filter(|&q| sf.sb.at(q).lost).collect();
+    assert_eq!(lost, vec![0, 4, 5, 6, 7, 8, 9]);
+    assert_eq!(sf.in_flight(), 2);
+    assert_eq!(sf.cwnd(), 3);
+}
+
+#[test]
+fn a_recovery_that_ends_clean_forgets_its_first_retransmission() {
+    // `tcp_try_to_open` clears `retrans_stamp` when a recovery ends with nothing
+    // retransmitted left in the network, so that a later timeout's Eifel check compares with
+    // its own retransmission, not with one from seconds before (which the model did, and so
+    // retransmitted a whole window after a delay spike the kernel undid).
+    let (mut sf, mut cc) = spurious_recovery();
+    assert_eq!(sf.retrans_stamp, Some(Time(100_000_000)));
+    sf.on_ack(ms(200), &ack(10, &[]), &mut cc, &[]);
+    assert_eq!(sf.ca_state(), CaState::Open);
+    assert_eq!(sf.retrans_stamp, None);
+    for i in 10..20 {
+        sf.transmit_new(ms(1000), i, 1448, &mut cc);
+    }
+    let fire = sf.rto_at().unwrap();
+    sf.on_rto(fire, &mut cc, &[]);
+    sf.transmit_retransmit(fire, 10, &mut cc);
+    let mut a = ack(12, &[]);
+    a.ts_ecr = ms(1000);
+    sf.on_ack(fire + Dur::from_millis(50), &a, &mut cc, &[]);
+    assert_eq!(sf.ca_state(), CaState::Open, "undone");
+}
+
+#[test]
+fn a_probe_of_a_sacked_tail_is_not_a_retransmission_in_flight() {
+    // `tcp_send_loss_probe` resends the last segment even if a SACK covered it meanwhile;
+    // delivered, it must not count in the pipe (before, `retrans_out` kept it for good and a
+    // later timeout, which no longer clears every mark, could find nothing to retransmit).
+    let (mut sf, mut cc) = sent(4);
+    sf.on_ack(ms(100), &ack(0, &[(3, 4)]), &mut cc, &[]);
+    let before = sf.sb.retrans_out();
+    sf.tlp_retransmit_tail(ms(300), &mut cc);
+    assert_eq!(sf.sb.retrans_out(), before);
+    sf.on_ack(ms(400), &ack(4, &[]), &mut cc, &[]);
+    assert_eq!((sf.sb.retrans_out(), sf.in_flight()), (0, 0));
+}
