@@ -15,12 +15,12 @@ use std::process::Command;
 
 /// (scenario, instructions of one run under callgrind, measured 2026-11-26).
 const BUDGETS: &[(&str, u64)] = &[
-    ("default", 490_800_000),
-    ("shared-link-and-trace", 105_300_000),
-    ("codel", 114_400_000),
-    ("fq-codel", 120_300_000),
-    ("jitter-reorder", 143_800_000),
-    ("flows", 116_600_000),
+    ("default", 475_000_000),
+    ("shared-link-and-trace", 101_100_000),
+    ("codel", 110_600_000),
+    ("fq-codel", 116_500_000),
+    ("jitter-reorder", 138_900_000),
+    ("flows", 111_400_000),
 ];
 
 /// How much over its budget a scenario may run.
