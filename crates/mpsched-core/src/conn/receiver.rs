@@ -145,6 +145,9 @@ pub struct Receiver {
     ooo: VecDeque<Option<Held>>,
     ooo_count: u64,
     ooo_bytes: u64,
+    /// Bytes in the subflows' out-of-order queues, summed (kept as each arrival changes its
+    /// subflow's: `held_bytes` is read for every segment).
+    subflow_ooo_bytes: u64,
     right_edge: u64,
     out: VecDeque<Packet>,
     complete_at: Option<Time>,
@@ -205,6 +208,7 @@ impl Receiver {
             ooo: VecDeque::new(),
             ooo_count: 0,
             ooo_bytes: 0,
+            subflow_ooo_bytes: 0,
             out: VecDeque::new(),
             complete_at: None,
             gens: vec![0; cfg_subflows],
@@ -219,6 +223,7 @@ impl Receiver {
         if i < self.subflows.len() && self.gens[i] != CLOSED {
             self.incarnations[i] = self.incarnations[i].wrapping_add(1);
             self.gens[i] = CLOSED;
+            self.subflow_ooo_bytes -= self.subflows[i].ooo_bytes();
             self.subflows[i] = subflow_rx(i, self.cfg.jiffies);
         }
     }
@@ -227,6 +232,7 @@ impl Receiver {
     pub fn open_subflow(&mut self, i: usize) {
         if i < self.subflows.len() && self.gens[i] == CLOSED {
             self.gens[i] = u16::from(self.incarnations[i]);
+            self.subflow_ooo_bytes -= self.subflows[i].ooo_bytes();
             self.subflows[i] = subflow_rx(i, self.cfg.jiffies);
             self.window.reset_subflow(i);
         }
@@ -243,7 +249,11 @@ impl Receiver {
     }
     /// Bytes held out of order, at both levels.
     pub fn held_bytes(&self) -> u64 {
-        self.ooo_bytes + self.subflows.iter().map(|s| s.ooo_bytes()).sum::<u64>()
+        debug_assert_eq!(
+            self.subflow_ooo_bytes,
+            self.subflows.iter().map(|s| s.ooo_bytes()).sum::<u64>()
+        );
+        self.ooo_bytes + self.subflow_ooo_bytes
     }
     /// Bytes waiting in the connection-level reorder queue (OTIAS Fig. 5).
     pub fn reorder_bytes(&self) -> u64 {
@@ -308,7 +318,9 @@ impl Receiver {
             self.send_ack(now, i);
             return;
         }
+        let sf_held = self.subflows[i].ooo_bytes();
         let need = self.subflows[i].on_segment(now, &seg);
+        self.subflow_ooo_bytes = self.subflow_ooo_bytes - sf_held + self.subflows[i].ooo_bytes();
         let charged = self.charged_bytes();
         let grew = self.window.on_segment(now, i, seg.len, seg.ts_ecr, charged);
         let mut filled_hole = false;

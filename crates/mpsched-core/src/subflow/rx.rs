@@ -47,8 +47,11 @@ pub struct SubflowRx {
     ooo: VecDeque<Option<RxSeg>>,
     ooo_count: u32,
     ooo_bytes: u64,
-    /// Segments now in order, not yet taken by the connection.
-    ready: VecDeque<RxSeg>,
+    /// Segments now in order, not yet taken by the connection: `ready[ready_taken..]`. It
+    /// fills and empties at every arrival, so a vector read by a cursor and cleared once read
+    /// (cheaper than a deque's wrapping ring).
+    ready: Vec<RxSeg>,
+    ready_taken: usize,
     /// SACK blocks in the order of most recent report.
     recent_blocks: [SackBlock; MAX_SACK_BLOCKS],
     recent_len: usize,
@@ -72,7 +75,8 @@ impl SubflowRx {
             ooo: VecDeque::new(),
             ooo_count: 0,
             ooo_bytes: 0,
-            ready: VecDeque::new(),
+            ready: Vec::new(),
+            ready_taken: 0,
             recent_blocks: [SackBlock { start: 0, end: 0 }; MAX_SACK_BLOCKS],
             recent_len: 0,
             unacked_segs: 0,
@@ -121,7 +125,7 @@ impl SubflowRx {
         if seg.seq == self.rcv_nxt {
             let had_hole = self.ooo_count > 0;
             self.ts_recent = seg.ts_val;
-            self.ready.push_back(rx);
+            self.ready.push(rx);
             self.rcv_nxt += 1;
             // Pull what the new segment made contiguous.
             if had_hole {
@@ -131,7 +135,7 @@ impl SubflowRx {
                     let Some(s) = front else { break };
                     self.ooo_count -= 1;
                     self.ooo_bytes -= s.len as u64;
-                    self.ready.push_back(s);
+                    self.ready.push(s);
                     self.rcv_nxt += 1;
                 }
                 self.prune_blocks();
@@ -221,7 +225,14 @@ impl SubflowRx {
 
     /// Takes the next segment that is in order at subflow level.
     pub fn poll_in_order(&mut self) -> Option<RxSeg> {
-        self.ready.pop_front()
+        let next = self.ready.get(self.ready_taken).copied();
+        if next.is_some() {
+            self.ready_taken += 1;
+        } else {
+            self.ready.clear();
+            self.ready_taken = 0;
+        }
+        next
     }
 
     /// The extent of the contiguous out-of-order run holding `seq`, which just arrived.
