@@ -14,6 +14,7 @@
 //!   ACK.
 //! - Data beyond the window is dropped (and ACKed), as Linux does when the buffer is full.
 
+use crate::batch::Batch;
 use crate::conn::rcvwin::{linux_ratio, RcvWindow, RcvWindowConfig};
 use crate::conn::stats::Histogram;
 use crate::conn::Stack;
@@ -149,7 +150,7 @@ pub struct Receiver {
     /// subflow's: `held_bytes` is read for every segment).
     subflow_ooo_bytes: u64,
     right_edge: u64,
-    out: VecDeque<Packet>,
+    out: Batch<Packet>,
     complete_at: Option<Time>,
     /// Each subflow's incarnation (`Packet::gen`); `CLOSED` while it is closed, which no
     /// packet's generation matches.
@@ -209,7 +210,7 @@ impl Receiver {
             ooo_count: 0,
             ooo_bytes: 0,
             subflow_ooo_bytes: 0,
-            out: VecDeque::new(),
+            out: Batch::default(),
             complete_at: None,
             gens: vec![0; cfg_subflows],
             incarnations: vec![0; cfg_subflows],
@@ -464,7 +465,7 @@ impl Receiver {
         sf.on_ack_sent();
         self.stats.acks_sent += 1;
         self.out
-            .push_back(Packet::ack(i as u8, ack, self.cfg.mptcp).of_gen(self.incarnations[i]));
+            .push(Packet::ack(i as u8, ack, self.cfg.mptcp).of_gen(self.incarnations[i]));
     }
 
     pub fn handle_timeout(&mut self, now: Time) {
@@ -480,7 +481,7 @@ impl Receiver {
     }
 
     pub fn poll_transmit(&mut self) -> Option<Packet> {
-        self.out.pop_front()
+        self.out.pop()
     }
 }
 

@@ -20,6 +20,7 @@
 //! Sans-IO: `handle_ack` and `handle_timeout` take input, `poll_transmit` yields packets,
 //! `poll_timeout` says when to call again.
 
+use crate::batch::Batch;
 use crate::cc::{CcState, CongestionControl};
 use crate::conn::data::DataQueue;
 use crate::conn::meta_rto::MetaRto;
@@ -35,7 +36,6 @@ use crate::subflow::tx::{LossRecovery, SubflowTx};
 use crate::time::{Dur, Time};
 use crate::trace::{AckTrace, BurstTrace, SentTrace};
 use crate::units::{wire, Bytes};
-use std::collections::VecDeque;
 
 /// `tcp_wmem[0]`, the base of an MPTCP connection's send buffer.
 const WMEM_MIN: u64 = 4096;
@@ -122,7 +122,7 @@ pub struct Sender {
     sched: Box<dyn Scheduler>,
     data: DataQueue,
     shared: Shared,
-    out: VecDeque<Packet>,
+    out: Batch<Packet>,
     probe_at: Option<Time>,
     last_push: Time,
     /// When the last subflow joins.
@@ -218,7 +218,7 @@ impl Sender {
                 sched_trace: cfg_trace.then(Vec::new),
                 ..Shared::default()
             },
-            out: VecDeque::new(),
+            out: Batch::default(),
             probe_at: None,
             last_push: Time::ZERO,
             last_join,
@@ -659,7 +659,7 @@ impl Sender {
             d.retransmissions = d.retransmissions.saturating_add(1);
         }
         self.out
-            .push_back(Packet::data(i as u8, seg, self.cfg.mptcp).of_gen(self.gens[i]));
+            .push(Packet::data(i as u8, seg, self.cfg.mptcp).of_gen(self.gens[i]));
         self.count_in_round(i);
     }
 
@@ -756,7 +756,7 @@ impl Sender {
         };
         self.stats.window_probes += 1;
         self.out
-            .push_back(Packet::data(i as u8, seg, self.cfg.mptcp).of_gen(self.gens[i]));
+            .push(Packet::data(i as u8, seg, self.cfg.mptcp).of_gen(self.gens[i]));
     }
 
     /// The scheduler's values recorded so far (when traced); recording goes on.
@@ -785,7 +785,7 @@ impl Sender {
     // ----- output -----
 
     pub fn poll_transmit(&mut self) -> Option<Packet> {
-        self.out.pop_front()
+        self.out.pop()
     }
 
     #[inline]
@@ -1062,7 +1062,7 @@ impl Sender {
             }
             let seg = self.subflows[i].transmit_new(now, d.dseq, len, self.cc.as_mut());
             self.out
-                .push_back(Packet::data(i as u8, seg, self.cfg.mptcp).of_gen(self.gens[i]));
+                .push(Packet::data(i as u8, seg, self.cfg.mptcp).of_gen(self.gens[i]));
             self.count_in_round(i);
             // A Data-ACKed duplicate leaves no record at the data level.
             if let Some(s) = self.data.get_mut(d.dseq) {

@@ -12,6 +12,7 @@
 //!
 //! Segments handed to the connection come out in subflow order through `poll_in_order`.
 
+use crate::batch::Batch;
 use crate::jiffies::Jiffies;
 use crate::packet::{DataSeg, SackBlock, MAX_SACK_BLOCKS};
 use crate::time::{Dur, Time};
@@ -47,11 +48,8 @@ pub struct SubflowRx {
     ooo: VecDeque<Option<RxSeg>>,
     ooo_count: u32,
     ooo_bytes: u64,
-    /// Segments now in order, not yet taken by the connection: `ready[ready_taken..]`. It
-    /// fills and empties at every arrival, so a vector read by a cursor and cleared once read
-    /// (cheaper than a deque's wrapping ring).
-    ready: Vec<RxSeg>,
-    ready_taken: usize,
+    /// Segments now in order, not yet taken by the connection.
+    ready: Batch<RxSeg>,
     /// SACK blocks in the order of most recent report.
     recent_blocks: [SackBlock; MAX_SACK_BLOCKS],
     recent_len: usize,
@@ -75,8 +73,7 @@ impl SubflowRx {
             ooo: VecDeque::new(),
             ooo_count: 0,
             ooo_bytes: 0,
-            ready: Vec::new(),
-            ready_taken: 0,
+            ready: Batch::default(),
             recent_blocks: [SackBlock { start: 0, end: 0 }; MAX_SACK_BLOCKS],
             recent_len: 0,
             unacked_segs: 0,
@@ -225,14 +222,7 @@ impl SubflowRx {
 
     /// Takes the next segment that is in order at subflow level.
     pub fn poll_in_order(&mut self) -> Option<RxSeg> {
-        let next = self.ready.get(self.ready_taken).copied();
-        if next.is_some() {
-            self.ready_taken += 1;
-        } else {
-            self.ready.clear();
-            self.ready_taken = 0;
-        }
-        next
+        self.ready.pop()
     }
 
     /// The extent of the contiguous out-of-order run holding `seq`, which just arrived.
