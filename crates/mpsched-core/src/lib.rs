@@ -10,6 +10,7 @@
 //! RFC 9438 (CUBIC), RFC 6356 (LIA), OLIA (Khalili et al.), RFC 8684 (MPTCP), and the
 //! schedulers of the papers in `shared/papers`.
 
+pub mod batch;
 pub mod cc;
 pub mod codel;
 pub mod conn;

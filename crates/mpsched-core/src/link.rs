@@ -269,7 +269,17 @@ impl<P: HasWireLen> Link<P> {
     }
 
     /// Moves every packet whose serialization has finished by `now` into the delay line.
+    /// The test is inline: most calls find nothing finished (a delivery's look for a second
+    /// packet, an enqueue behind a packet still in service).
+    #[inline]
     fn advance(&mut self, now: Time) {
+        if self.in_pipe < self.packets.len() && self.head_done <= now {
+            self.advance_finished(now);
+        }
+    }
+
+    #[inline(never)]
+    fn advance_finished(&mut self, now: Time) {
         while self.in_pipe < self.packets.len() && self.head_done <= now {
             let done = self.head_done;
             let last = match self.in_pipe {
@@ -393,7 +403,11 @@ impl<P: HasWireLen> Link<P> {
     /// When this link next needs the driver: the next arrival at the far end, or the earliest
     /// a packet still being serialized could arrive (which feeds the delay line).
     pub fn poll_at(&self) -> Option<Time> {
-        let arrival = (self.in_pipe > 0).then(|| self.packets[0].0);
+        let arrival = self
+            .packets
+            .front()
+            .filter(|_| self.in_pipe > 0)
+            .map(|p| p.0);
         let serial = (self.queued() > 0).then_some(self.head_done);
         match (arrival, serial) {
             (Some(a), Some(s)) => Some(a.min(s + self.min_delay)),
@@ -406,8 +420,11 @@ impl<P: HasWireLen> Link<P> {
     /// The next packet that has reached the far end by `now`, if any.
     pub fn poll_deliver(&mut self, now: Time) -> Option<P> {
         self.advance(now);
+        if self.in_pipe == 0 {
+            return None;
+        }
         match self.packets.front() {
-            Some(&(t, _)) if self.in_pipe > 0 && t <= now => {
+            Some(&(t, _)) if t <= now => {
                 let (_, pkt) = self.packets.pop_front().expect("non-empty");
                 self.in_pipe -= 1;
                 self.stats.delivered += 1;

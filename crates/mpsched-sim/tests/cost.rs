@@ -15,12 +15,12 @@ use std::process::Command;
 
 /// (scenario, instructions of one run under callgrind, measured 2026-11-26).
 const BUDGETS: &[(&str, u64)] = &[
-    ("default", 490_800_000),
-    ("shared-link-and-trace", 105_300_000),
-    ("codel", 114_400_000),
-    ("fq-codel", 120_300_000),
-    ("jitter-reorder", 143_800_000),
-    ("flows", 116_600_000),
+    ("default", 469_200_000),
+    ("shared-link-and-trace", 99_700_000),
+    ("codel", 109_200_000),
+    ("fq-codel", 115_100_000),
+    ("jitter-reorder", 138_100_000),
+    ("flows", 110_100_000),
 ];
 
 /// How much over its budget a scenario may run.

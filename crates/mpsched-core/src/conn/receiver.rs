@@ -14,6 +14,7 @@
 //!   ACK.
 //! - Data beyond the window is dropped (and ACKed), as Linux does when the buffer is full.
 
+use crate::batch::Batch;
 use crate::conn::rcvwin::{linux_ratio, RcvWindow, RcvWindowConfig};
 use crate::conn::stats::Histogram;
 use crate::conn::Stack;
@@ -148,8 +149,11 @@ pub struct Receiver {
     ooo: VecDeque<Option<Held>>,
     ooo_count: u64,
     ooo_bytes: u64,
+    /// Bytes in the subflows' out-of-order queues, summed (kept as each arrival changes its
+    /// subflow's: `held_bytes` is read for every segment).
+    subflow_ooo_bytes: u64,
     right_edge: u64,
-    out: VecDeque<Packet>,
+    out: Batch<Packet>,
     complete_at: Option<Time>,
     /// Each subflow's incarnation (`Packet::gen`); `CLOSED` while it is closed, which no
     /// packet's generation matches.
@@ -209,7 +213,8 @@ impl Receiver {
             ooo: VecDeque::new(),
             ooo_count: 0,
             ooo_bytes: 0,
-            out: VecDeque::new(),
+            subflow_ooo_bytes: 0,
+            out: Batch::default(),
             complete_at: None,
             gens: vec![0; cfg_subflows],
             incarnations: vec![0; cfg_subflows],
@@ -223,6 +228,7 @@ impl Receiver {
         if i < self.subflows.len() && self.gens[i] != CLOSED {
             self.incarnations[i] = self.incarnations[i].wrapping_add(1);
             self.gens[i] = CLOSED;
+            self.subflow_ooo_bytes -= self.subflows[i].ooo_bytes();
             self.subflows[i] = subflow_rx(i, self.cfg.jiffies, self.cfg.ack_policy);
         }
     }
@@ -231,6 +237,7 @@ impl Receiver {
     pub fn open_subflow(&mut self, i: usize) {
         if i < self.subflows.len() && self.gens[i] == CLOSED {
             self.gens[i] = u16::from(self.incarnations[i]);
+            self.subflow_ooo_bytes -= self.subflows[i].ooo_bytes();
             self.subflows[i] = subflow_rx(i, self.cfg.jiffies, self.cfg.ack_policy);
             self.window.reset_subflow(i);
         }
@@ -247,7 +254,11 @@ impl Receiver {
     }
     /// Bytes held out of order, at both levels.
     pub fn held_bytes(&self) -> u64 {
-        self.ooo_bytes + self.subflows.iter().map(|s| s.ooo_bytes()).sum::<u64>()
+        debug_assert_eq!(
+            self.subflow_ooo_bytes,
+            self.subflows.iter().map(|s| s.ooo_bytes()).sum::<u64>()
+        );
+        self.ooo_bytes + self.subflow_ooo_bytes
     }
     /// Bytes waiting in the connection-level reorder queue (OTIAS Fig. 5).
     pub fn reorder_bytes(&self) -> u64 {
@@ -312,7 +323,9 @@ impl Receiver {
             self.send_ack(now, i);
             return;
         }
+        let sf_held = self.subflows[i].ooo_bytes();
         let need = self.subflows[i].on_segment(now, &seg);
+        self.subflow_ooo_bytes = self.subflow_ooo_bytes - sf_held + self.subflows[i].ooo_bytes();
         let charged = self.charged_bytes();
         let grew = self.window.on_segment(now, i, seg.len, seg.ts_ecr, charged);
         let mut filled_hole = false;
@@ -456,7 +469,7 @@ impl Receiver {
         sf.on_ack_sent();
         self.stats.acks_sent += 1;
         self.out
-            .push_back(Packet::ack(i as u8, ack, self.cfg.mptcp).of_gen(self.incarnations[i]));
+            .push(Packet::ack(i as u8, ack, self.cfg.mptcp).of_gen(self.incarnations[i]));
     }
 
     pub fn handle_timeout(&mut self, now: Time) {
@@ -472,7 +485,7 @@ impl Receiver {
     }
 
     pub fn poll_transmit(&mut self) -> Option<Packet> {
-        self.out.pop_front()
+        self.out.pop()
     }
 }
 

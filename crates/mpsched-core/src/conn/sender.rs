@@ -20,6 +20,7 @@
 //! Sans-IO: `handle_ack` and `handle_timeout` take input, `poll_transmit` yields packets,
 //! `poll_timeout` says when to call again.
 
+use crate::batch::Batch;
 use crate::cc::{CcState, CongestionControl};
 use crate::conn::data::DataQueue;
 use crate::conn::meta_rto::MetaRto;
@@ -35,7 +36,6 @@ use crate::subflow::tx::{LossRecovery, SubflowTx};
 use crate::time::{Dur, Time};
 use crate::trace::{AckTrace, BurstTrace, SentTrace};
 use crate::units::{wire, Bytes};
-use std::collections::VecDeque;
 
 /// `tcp_wmem[0]`, the base of an MPTCP connection's send buffer.
 const WMEM_MIN: u64 = 4096;
@@ -122,7 +122,7 @@ pub struct Sender {
     sched: Box<dyn Scheduler>,
     data: DataQueue,
     shared: Shared,
-    out: VecDeque<Packet>,
+    out: Batch<Packet>,
     probe_at: Option<Time>,
     last_push: Time,
     /// When the last subflow joins.
@@ -137,8 +137,10 @@ pub struct Sender {
     pub ack_trace: Option<AckTrace>,
     pub sent_trace: Option<SentTrace>,
     pub burst_trace: Option<BurstTrace>,
-    /// Packets each subflow sent in the current round of sending.
+    /// Packets each subflow sent in the current round of sending (`push`), counted as they
+    /// are queued, and the subflows that sent any.
     round: Vec<u32>,
+    round_subflows: SubflowSet,
     /// Upstream Linux's connection-level retransmission (MPTCP with several subflows).
     msk_rtx: Option<MskRtx>,
     /// The out-of-tree kernel's meta-socket retransmission timer (MPTCP with several
@@ -206,6 +208,7 @@ impl Sender {
             sent_trace: cfg.trace.then(SentTrace::default),
             burst_trace: cfg.trace.then(BurstTrace::default),
             round: vec![0; n],
+            round_subflows: SubflowSet::EMPTY,
             cfg,
             subflows,
             cc,
@@ -215,7 +218,7 @@ impl Sender {
                 sched_trace: cfg_trace.then(Vec::new),
                 ..Shared::default()
             },
-            out: VecDeque::new(),
+            out: Batch::default(),
             probe_at: None,
             last_push: Time::ZERO,
             last_join,
@@ -656,7 +659,8 @@ impl Sender {
             d.retransmissions = d.retransmissions.saturating_add(1);
         }
         self.out
-            .push_back(Packet::data(i as u8, seg, self.cfg.mptcp).of_gen(self.gens[i]));
+            .push(Packet::data(i as u8, seg, self.cfg.mptcp).of_gen(self.gens[i]));
+        self.count_in_round(i);
     }
 
     /// RFC 8684 3.3.6: what the timed-out subflow still holds may go on another subflow.
@@ -752,7 +756,7 @@ impl Sender {
         };
         self.stats.window_probes += 1;
         self.out
-            .push_back(Packet::data(i as u8, seg, self.cfg.mptcp).of_gen(self.gens[i]));
+            .push(Packet::data(i as u8, seg, self.cfg.mptcp).of_gen(self.gens[i]));
     }
 
     /// The scheduler's values recorded so far (when traced); recording goes on.
@@ -781,7 +785,7 @@ impl Sender {
     // ----- output -----
 
     pub fn poll_transmit(&mut self) -> Option<Packet> {
-        self.out.pop_front()
+        self.out.pop()
     }
 
     #[inline]
@@ -843,6 +847,7 @@ impl Sender {
     /// timers follow what went out.
     fn push(&mut self, now: Time) {
         self.last_push = now;
+        self.start_round();
         let sent_before: usize = self.out.len();
         let frto_new = self.push_retransmissions(now);
         // Data not yet handed to any subflow, or all of it again after a subflow went stale
@@ -867,7 +872,7 @@ impl Sender {
         }
         let sent = self.out.len() > sent_before;
         if sent {
-            self.end_round(now, sent_before);
+            self.end_round(now);
         }
         self.after_push(now, send_head, sent);
     }
@@ -1022,20 +1027,25 @@ impl Sender {
         }
     }
 
-    /// Books the packets this round put on each subflow as one burst per subflow.
-    fn end_round(&mut self, now: Time, from: usize) {
-        self.round.iter_mut().for_each(|c| *c = 0);
-        for p in self.out.iter().skip(from) {
-            if let Payload::Data(d) = p.payload {
-                if !d.probe {
-                    self.round[p.subflow as usize] += 1;
-                }
-            }
+    /// A round of sending begins: what went out before (a loss probe, a timer's
+    /// retransmission) is no part of it.
+    fn start_round(&mut self) {
+        for i in self.round_subflows.iter() {
+            self.round[i] = 0;
         }
-        for (i, &n) in self.round.iter().enumerate() {
-            if n == 0 {
-                continue;
-            }
+        self.round_subflows = SubflowSet::EMPTY;
+    }
+
+    /// A data segment (not a window probe) is queued on subflow `i`.
+    fn count_in_round(&mut self, i: usize) {
+        self.round[i] += 1;
+        self.round_subflows.insert(i);
+    }
+
+    /// Books the packets this round put on each subflow as one burst per subflow.
+    fn end_round(&mut self, now: Time) {
+        for i in self.round_subflows.iter() {
+            let n = std::mem::take(&mut self.round[i]);
             self.stats.per_subflow[i].burst_packets.record(n as u64);
             if let Some(t) = self.burst_trace.as_mut() {
                 t.t_ns.push(now.as_nanos());
@@ -1043,6 +1053,7 @@ impl Sender {
                 t.packets.push(n);
             }
         }
+        self.round_subflows = SubflowSet::EMPTY;
     }
 
     /// Every segment below this has gone to a subflow (`msk->snd_nxt`): sent, or, with
@@ -1086,7 +1097,8 @@ impl Sender {
             }
             let seg = self.subflows[i].transmit_new(now, d.dseq, len, self.cc.as_mut());
             self.out
-                .push_back(Packet::data(i as u8, seg, self.cfg.mptcp).of_gen(self.gens[i]));
+                .push(Packet::data(i as u8, seg, self.cfg.mptcp).of_gen(self.gens[i]));
+            self.count_in_round(i);
             // A Data-ACKed duplicate leaves no record at the data level.
             if let Some(s) = self.data.get_mut(d.dseq) {
                 if s.transmissions == 0 {

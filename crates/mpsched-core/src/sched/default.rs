@@ -74,6 +74,9 @@ pub(super) struct RcvBufOpt {
     /// Per subflow: when it last penalised another, set when the subflow comes up
     /// (`last_rbuf_opti`, initialised by the module's `init`).
     last: Vec<Option<Time>>,
+    /// Every subflow's `last` is set (and stays set, across a subflow's close and return):
+    /// `init`, run at every decision, has nothing left to do.
+    all_set: bool,
 }
 
 impl RcvBufOpt {
@@ -81,12 +84,17 @@ impl RcvBufOpt {
         RcvBufOpt {
             penalize_all,
             last: Vec::new(),
+            all_set: false,
         }
     }
 
     /// Call at the start of every decision.
+    #[inline]
     pub(super) fn init(&mut self, ctx: &SchedCtx) {
         let n = ctx.subflows().len();
+        if self.all_set && self.last.len() >= n {
+            return;
+        }
         if self.last.len() < n {
             self.last.resize(n, None);
         }
@@ -95,6 +103,7 @@ impl RcvBufOpt {
                 self.last[v.id] = Some(ctx.now);
             }
         }
+        self.all_set = self.last.iter().all(Option::is_some);
     }
 
     pub(super) fn run(&mut self, ctx: &mut SchedCtx, cur: usize) -> Option<Decision> {

@@ -208,7 +208,6 @@ impl<'a> SchedCtx<'a> {
     pub fn sndbuf_full(&self) -> bool {
         self.data.sndbuf_full()
     }
-    /// Data segments queued for reinjection after a subflow timed out, oldest first.
     /// See `Shared::rewound`.
     pub fn rewound(&self) -> bool {
         self.shared.rewound
@@ -218,12 +217,17 @@ impl<'a> SchedCtx<'a> {
         self.shared.rewinds
     }
 
+    /// Data segments queued for reinjection after a subflow timed out, oldest first.
     pub fn reinject_queue(&self) -> impl Iterator<Item = u64> + '_ {
-        self.shared
-            .reinject
-            .iter()
+        let una = self.data.una();
+        // Asked at every decision and mostly empty: an empty queue skips the deque's iterator
+        // (the set-up of its two halves).
+        let queue = (!self.shared.reinject.is_empty()).then(|| self.shared.reinject.iter());
+        queue
+            .into_iter()
+            .flatten()
             .copied()
-            .filter(|&d| d >= self.data.una())
+            .filter(move |&d| d >= una)
     }
     /// Halve a slower subflow's window (the out-of-tree MPTCP penalisation).
     pub fn penalize(&mut self, sf: usize) {

@@ -14,17 +14,20 @@ use crate::sched::{Decision, Reason, SchedCtx, SubflowSet, SubflowView};
 /// unavailable, its `force` case); backups serve once every regular one is gone, still joining
 /// or potentially failed (recovering from a timeout).
 pub fn lowest_rtt_available(views: &[SubflowView], exclude: SubflowSet) -> Option<usize> {
-    let pick = |backup: bool| {
-        views
-            .iter()
-            .filter(|v| v.available() && v.backup == backup && !exclude.contains(v.id))
-            .min_by_key(|v| (v.srtt, v.id))
-            .map(|v| v.id)
-    };
-    let regular_alive = views.iter().any(|v| {
-        !v.backup && v.established && v.ca_state != CaState::Loss && !exclude.contains(v.id)
-    });
-    pick(!regular_alive)
+    // One pass, as this runs at every decision: the best available regular and backup
+    // subflows (index 0 and 1), and whether a regular one is alive.
+    let mut best: [Option<&SubflowView>; 2] = [None, None];
+    let mut regular_alive = false;
+    for v in views.iter().filter(|v| !exclude.contains(v.id)) {
+        regular_alive |= !v.backup && v.established && v.ca_state != CaState::Loss;
+        if v.available() {
+            let b = &mut best[usize::from(v.backup)];
+            if b.is_none_or(|b| (v.srtt, v.id) < (b.srtt, b.id)) {
+                *b = Some(v);
+            }
+        }
+    }
+    best[usize::from(!regular_alive)].map(|v| v.id)
 }
 
 /// Where a segment sent before goes again (a reinjection, the out-of-tree meta socket's
@@ -78,6 +81,7 @@ pub fn fastest_in_use(views: &[SubflowView]) -> Option<&SubflowView> {
 
 /// The reinjection step shared by the LowRTT family: the oldest queued segment goes on the
 /// fastest available subflow that has not carried it (`reinjection_subflow`).
+#[inline]
 pub fn next_reinjection(ctx: &SchedCtx) -> Option<Decision> {
     for dseq in ctx.reinject_queue() {
         let sent = ctx.sent_on(dseq);

@@ -12,6 +12,7 @@
 //!
 //! Segments handed to the connection come out in subflow order through `poll_in_order`.
 
+use crate::batch::Batch;
 use crate::jiffies::Jiffies;
 use crate::packet::{DataSeg, SackBlock, MAX_SACK_BLOCKS};
 use crate::time::{Dur, Time};
@@ -74,7 +75,7 @@ pub struct SubflowRx {
     ooo_count: u32,
     ooo_bytes: u64,
     /// Segments now in order, not yet taken by the connection.
-    ready: VecDeque<RxSeg>,
+    ready: Batch<RxSeg>,
     /// SACK blocks in the order of most recent report.
     recent_blocks: [SackBlock; MAX_SACK_BLOCKS],
     recent_len: usize,
@@ -99,7 +100,7 @@ impl SubflowRx {
             ooo: VecDeque::new(),
             ooo_count: 0,
             ooo_bytes: 0,
-            ready: VecDeque::new(),
+            ready: Batch::default(),
             recent_blocks: [SackBlock { start: 0, end: 0 }; MAX_SACK_BLOCKS],
             recent_len: 0,
             unacked_segs: 0,
@@ -153,7 +154,7 @@ impl SubflowRx {
         if seg.seq == self.rcv_nxt {
             let had_hole = self.ooo_count > 0;
             self.ts_recent = seg.ts_val;
-            self.ready.push_back(rx);
+            self.ready.push(rx);
             self.rcv_nxt += 1;
             // Pull what the new segment made contiguous.
             if had_hole {
@@ -163,7 +164,7 @@ impl SubflowRx {
                     let Some(s) = front else { break };
                     self.ooo_count -= 1;
                     self.ooo_bytes -= s.len as u64;
-                    self.ready.push_back(s);
+                    self.ready.push(s);
                     self.rcv_nxt += 1;
                 }
                 self.prune_blocks();
@@ -253,7 +254,7 @@ impl SubflowRx {
 
     /// Takes the next segment that is in order at subflow level.
     pub fn poll_in_order(&mut self) -> Option<RxSeg> {
-        self.ready.pop_front()
+        self.ready.pop()
     }
 
     /// The extent of the contiguous out-of-order run holding `seq`, which just arrived.
