@@ -10,6 +10,7 @@ import click
 from ..sweepfile import overrides_of
 from ..testbed.calibrate import calibrate, load_target, render
 from ..testbed.kernel import TestbedError
+from ..testbed.suite import run_suite
 from .options import override_options
 
 __all__ = ["calibrate_command"]
@@ -22,9 +23,7 @@ __all__ = ["calibrate_command"]
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
-    default=Path("calibration"),
-    show_default=True,
-    help="Directory of report.md and report.json.",
+    help="Directory of report.md and report.json.  [default: calibration]",
 )
 @click.option("--resume", is_flag=True, help="Keep the runs already in DIR/report.json.")
 @click.option(
@@ -39,6 +38,12 @@ __all__ = ["calibrate_command"]
     "scheduler, over the same emulated paths.",
 )
 @click.option(
+    "--suite",
+    is_flag=True,
+    help="TARGET is a suite file: run every report it lists (into their own directories) "
+    "and write SUITE.md/SUITE.json beside it with a verdict per point.",
+)
+@click.option(
     "--sim-scheduler",
     metavar="NAME",
     help="Simulator scheduler (default: linux if the simulator has it, else minrtt).",
@@ -48,17 +53,50 @@ def calibrate_command(
     repetitions: int | None,
     duration: str | None,
     sets: tuple[str, ...],
-    out: Path,
+    out: Path | None,
     resume: bool,
     rerun_sim: bool,
     transport: bool,
+    suite: bool,
     sim_scheduler: str | None,
 ) -> None:
     """Run TARGET (a scenario or a sweep file) on the kernel and in the simulator (needs root).
 
     Writes DIR/report.md and DIR/report.json with both sides' goodput, per-path share,
     retransmissions and RTTs, and the kernel/simulator goodput ratio per point.
+
+    With --suite, TARGET lists the reports (docs/calibration/suite.toml): each is run as its
+    own calibrate, and the suite's report gives per point the goodput and retransmission
+    verdicts.
     """
+    if suite:
+        given = {
+            "--out": out is not None,
+            "--repetitions": repetitions is not None,
+            "--duration": duration is not None,
+            "--set": bool(sets),
+            "--transport": transport,
+            "--sim-scheduler": sim_scheduler is not None,
+        }
+        clash = [name for name, on in given.items() if on]
+        if clash:
+            raise click.UsageError(
+                f"{', '.join(clash)}: a suite's entries say these themselves (edit {target})"
+            )
+        try:
+            run_suite(
+                target,
+                resume=resume,
+                rerun_sim=rerun_sim,
+                progress=lambda line: click.echo(line, err=True),
+            )
+        except TestbedError as exc:
+            raise click.ClickException(str(exc)) from None
+        md = target.with_suffix(".md")
+        click.echo(f"wrote {md} and {target.with_suffix('.json')}", err=True)
+        click.echo(md.read_text(), nl=False)
+        return
+    out = out or Path("calibration")
     sweep = load_target(target)
     overrides = overrides_of(duration, sets)
     try:

@@ -122,7 +122,6 @@ def calibrate(
     note = None
     if sim_scheduler is None:
         sim_scheduler, note = simulator_scheduler()
-    reps = repetitions or sweep.repetitions or DEFAULT_REPETITIONS
     extra = expand_paths(overrides or {}, sweep.base)
     out.mkdir(parents=True, exist_ok=True)
     state_path = out / "report.json"
@@ -132,6 +131,22 @@ def calibrate(
     if (resume or rerun_sim) and state_path.exists():
         state = json.loads(state_path.read_text())
         runs = state.get("runs", {})
+        # The runs kept were made with the report's overrides and repetitions: the new ones
+        # take the same (a 30-s report re-simulated at the base scenario's 60 s would compare
+        # nothing), and different ones given here would mix two experiments in one report.
+        kept = {
+            k: v
+            for k, v in state.get("meta", {}).get("overrides", {}).items()
+            if sweep.overrides.get(k, object()) != v
+        }
+        if overrides and extra != kept:
+            raise TestbedError(
+                f"{state_path}: its runs were made with {json.dumps(kept)}, not "
+                f"{json.dumps(extra)}; leave out --duration/--set to keep the report's, or "
+                "write a new report (another --out)"
+            )
+        extra = kept
+        repetitions = repetitions or state.get("meta", {}).get("repetitions")
         if rerun_sim:
             runs = {k: r for k, r in runs.items() if r.get("side") in ("kernel", "transport")}
         old = state.get("meta", {})
@@ -141,6 +156,7 @@ def calibrate(
                 "kernel": old["kernel"],
                 "kernel_created": old.get("kernel_created", old.get("created", now)),
             }
+    reps = repetitions or sweep.repetitions or DEFAULT_REPETITIONS
     meta = {
         "title": sweep.title,
         "source": sweep.source,
