@@ -1,7 +1,7 @@
 //! Widest window first (`widest`): the next segment goes on the available subflow with the
 //! most free congestion window, ties to the lower smoothed RTT.
 
-use crate::sched::{next_reinjection, SchedParams};
+use crate::sched::{next_reinjection, ParamError, SchedParams};
 use crate::sched::{Decision, ParamInfo, Reason, SchedCtx, SchedInfo, Scheduler, SubflowSet};
 
 pub const INFO: SchedInfo = SchedInfo {
@@ -22,7 +22,7 @@ pub struct Widest {
 }
 
 impl Widest {
-    pub fn from_params(p: &SchedParams) -> Result<Widest, String> {
+    pub fn from_params(p: &SchedParams) -> Result<Widest, ParamError> {
         Ok(Widest {
             min_space: p.num("min_space", 1.0, 1.0, 1000.0)? as u32,
         })

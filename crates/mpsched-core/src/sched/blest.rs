@@ -37,8 +37,8 @@
 use super::default::RcvBufOpt;
 use crate::cc::INFINITE_SSTHRESH;
 use crate::sched::{
-    fastest_in_use, lowest_rtt_available, reinjection_subflow, Decision, ParamInfo, Reason,
-    SchedCtx, SchedInfo, SchedParams, Scheduler, SubflowSet,
+    fastest_in_use, lowest_rtt_available, reinjection_subflow, Decision, ParamError, ParamInfo,
+    Reason, SchedCtx, SchedInfo, SchedParams, Scheduler, SubflowSet,
 };
 use crate::time::{Dur, Time};
 
@@ -102,7 +102,7 @@ fn fixed(x: f64) -> i64 {
 }
 
 impl Blest {
-    pub fn from_params(p: &SchedParams) -> Result<Blest, String> {
+    pub fn from_params(p: &SchedParams) -> Result<Blest, ParamError> {
         let lo = p.num("lambda_min", 1.0, 0.1, 10.0)?;
         let hi = p.num("lambda_max", 1.3, lo, 10.0)?;
         let lambda = p.num("lambda", 1.2_f64.clamp(lo, hi), lo, hi)?;

@@ -28,8 +28,8 @@
 //! A subflow without an RTT sample is not capped.
 
 use crate::sched::{
-    lowest_rtt_available, reinjection_subflow, Decision, ParamInfo, Reason, SchedCtx, SchedInfo,
-    SchedParams, Scheduler, SubflowSet,
+    lowest_rtt_available, reinjection_subflow, Decision, ParamError, ParamInfo, Reason, SchedCtx,
+    SchedInfo, SchedParams, Scheduler, SubflowSet,
 };
 use crate::time::Dur;
 
@@ -79,7 +79,7 @@ impl BufferbloatMitigation {
         }
     }
 
-    pub fn from_params(p: &SchedParams) -> Result<BufferbloatMitigation, String> {
+    pub fn from_params(p: &SchedParams) -> Result<BufferbloatMitigation, ParamError> {
         let lambda = p.num("lambda", 3.0, 0.1, 100.0)?;
         let mode = match p.choice("srtt_min", "subflow", &["subflow", "connection"])? {
             "subflow" => SrttMin::Subflow,

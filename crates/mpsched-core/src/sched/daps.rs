@@ -40,8 +40,8 @@
 use crate::cc::CaState;
 use crate::sched::next_reinjection;
 use crate::sched::{
-    lowest_rtt_available, Decision, ParamInfo, Reason, SchedCtx, SchedInfo, SchedParams, Scheduler,
-    SubflowSet,
+    lowest_rtt_available, Decision, ParamError, ParamInfo, Reason, SchedCtx, SchedInfo,
+    SchedParams, Scheduler, SubflowSet,
 };
 use crate::time::{Dur, Time};
 use std::collections::VecDeque;
@@ -109,7 +109,7 @@ fn lcm(a: u64, b: u64) -> u64 {
 }
 
 impl Daps {
-    pub fn from_params(p: &SchedParams) -> Result<Daps, String> {
+    pub fn from_params(p: &SchedParams) -> Result<Daps, ParamError> {
         let granularity = p.duration("granularity")?.unwrap_or(Dur::from_millis(4));
         let ewma = p.num("cwnd_ewma", 0.875, 0.0, 0.999)?;
         Ok(Daps {

@@ -39,8 +39,8 @@
 
 use super::default::RcvBufOpt;
 use crate::sched::{
-    fastest_in_use, lowest_rtt_available, reinjection_subflow, Decision, ParamInfo, Reason,
-    SchedCtx, SchedInfo, SchedParams, Scheduler, SubflowSet,
+    fastest_in_use, lowest_rtt_available, reinjection_subflow, Decision, ParamError, ParamInfo,
+    Reason, SchedCtx, SchedInfo, SchedParams, Scheduler, SubflowSet,
 };
 
 pub const INFO: SchedInfo = SchedInfo {
@@ -74,7 +74,7 @@ pub struct Ecf {
 }
 
 impl Ecf {
-    pub fn from_params(p: &SchedParams) -> Result<Ecf, String> {
+    pub fn from_params(p: &SchedParams) -> Result<Ecf, ParamError> {
         let beta = p.num("beta", 0.25, 0.0, 10.0)?;
         let window_floor = p.choice("x", "window", &["window", "unsent"])? == "window";
         Ok(Ecf {

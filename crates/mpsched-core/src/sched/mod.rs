@@ -18,7 +18,7 @@ mod pick;
 mod registry;
 
 pub use crate::subflow::SubflowSet;
-pub use params::{ParamInfo, ParamValue, SchedParams};
+pub use params::{ParamError, ParamInfo, ParamValue, SchedParams};
 pub use pick::{
     backups_in_use, fastest_in_use, lowest_rtt_available, next_reinjection, reinjection_subflow,
 };
@@ -315,7 +315,7 @@ pub struct SchedInfo {
     /// What it takes in `[connection.scheduler_params]`.
     pub params: &'static [ParamInfo],
     /// Parses its parameters and builds it; the keys are among `params`.
-    pub build: fn(&SchedParams) -> Result<Box<dyn Scheduler>, String>,
+    pub build: fn(&SchedParams) -> Result<Box<dyn Scheduler>, ParamError>,
 }
 
 #[cfg(test)]

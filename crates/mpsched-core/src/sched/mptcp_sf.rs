@@ -24,7 +24,8 @@
 
 use super::default::DefaultSched;
 use crate::sched::{
-    fastest_in_use, Decision, ParamInfo, SchedCtx, SchedInfo, SchedParams, Scheduler, SubflowView,
+    fastest_in_use, Decision, ParamError, ParamInfo, SchedCtx, SchedInfo, SchedParams, Scheduler,
+    SubflowView,
 };
 
 pub const INFO: SchedInfo = SchedInfo {
@@ -64,11 +65,14 @@ pub struct MptcpSf {
 }
 
 impl MptcpSf {
-    pub fn from_params(p: &SchedParams) -> Result<MptcpSf, String> {
+    pub fn from_params(p: &SchedParams) -> Result<MptcpSf, ParamError> {
         let s1 = p.num("s1_bytes", 100_000.0, 0.0, 1e15)?;
         let s2 = p.num("s2_bytes", 400_000.0, 0.0, 1e15)?;
         if s2 < s1 {
-            return Err(format!("s2_bytes: must be >= s1_bytes ({s1}), got {s2}"));
+            return Err(ParamError::new(
+                "s2_bytes",
+                format!("must be >= s1_bytes ({s1}), got {s2}"),
+            ));
         }
         let lambda = p.num("lambda", 4.0, 1.0, 1e6)?;
         Ok(MptcpSf::new(s1 as u64, s2 as u64, lambda))

@@ -48,8 +48,8 @@
 
 use crate::cc::CaState;
 use crate::sched::{
-    Decision, ParamInfo, Reason, SchedCtx, SchedInfo, SchedParams, Scheduler, SubflowSet,
-    SubflowView,
+    Decision, ParamError, ParamInfo, Reason, SchedCtx, SchedInfo, SchedParams, Scheduler,
+    SubflowSet, SubflowView,
 };
 use std::collections::{BTreeSet, VecDeque};
 
@@ -98,7 +98,7 @@ pub struct Otias {
 }
 
 impl Otias {
-    pub fn from_params(p: &SchedParams) -> Result<Otias, String> {
+    pub fn from_params(p: &SchedParams) -> Result<Otias, ParamError> {
         let wait = match p.choice("wait", "paper", &["paper", "kau", "xquic"])? {
             "kau" => WaitRule::Kau,
             "xquic" => WaitRule::Xquic,

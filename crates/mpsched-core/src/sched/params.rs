@@ -5,6 +5,32 @@
 
 use crate::time::Dur;
 use std::collections::BTreeMap;
+use std::fmt;
+
+/// A scheduler parameter refused: its key and why. Displayed as `key: reason`, as every
+/// scenario error starts with what it is about; the caller puts the table in front.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParamError {
+    pub key: String,
+    pub reason: String,
+}
+
+impl ParamError {
+    pub fn new(key: &str, reason: impl Into<String>) -> ParamError {
+        ParamError {
+            key: key.to_owned(),
+            reason: reason.into(),
+        }
+    }
+}
+
+impl fmt::Display for ParamError {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "{}: {}", self.key, self.reason)
+    }
+}
+
+impl std::error::Error for ParamError {}
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum ParamValue {
@@ -42,7 +68,7 @@ impl SchedParams {
     }
 
     /// Refuses any key the scheduler does not know.
-    pub fn only(&self, scheduler: &str, known: &[ParamInfo]) -> Result<(), String> {
+    pub fn only(&self, scheduler: &str, known: &[ParamInfo]) -> Result<(), ParamError> {
         for k in self.values.keys() {
             if !known.iter().any(|p| p.key == k) {
                 let hint = if known.is_empty() {
@@ -51,34 +77,44 @@ impl SchedParams {
                     let keys: Vec<_> = known.iter().map(|p| p.key).collect();
                     format!("known: {}", keys.join(", "))
                 };
-                return Err(format!("{k}: unknown parameter of '{scheduler}' ({hint})"));
+                return Err(ParamError::new(
+                    k,
+                    format!("unknown parameter of '{scheduler}' ({hint})"),
+                ));
             }
         }
         Ok(())
     }
 
     /// A number, or `default` when absent; must lie in `[lo, hi]`.
-    pub fn num(&self, key: &str, default: f64, lo: f64, hi: f64) -> Result<f64, String> {
+    pub fn num(&self, key: &str, default: f64, lo: f64, hi: f64) -> Result<f64, ParamError> {
         match self.values.get(key) {
             None => Ok(default),
             Some(ParamValue::Num(x)) if (lo..=hi).contains(x) => Ok(*x),
-            Some(ParamValue::Num(x)) => Err(format!("{key}: must be in [{lo}, {hi}], got {x}")),
-            Some(ParamValue::Str(s)) => Err(format!("{key}: expected a number, got '{s}'")),
+            Some(ParamValue::Num(x)) => Err(ParamError::new(
+                key,
+                format!("must be in [{lo}, {hi}], got {x}"),
+            )),
+            Some(ParamValue::Str(s)) => Err(ParamError::new(
+                key,
+                format!("expected a number, got '{s}'"),
+            )),
         }
     }
 
     /// A duration ("60ms", "1.5s", "200us", "100ns"), if given. A bare number is refused, as
     /// everywhere in a scenario: `60` could be seconds or milliseconds.
-    pub fn duration(&self, key: &str) -> Result<Option<Dur>, String> {
+    pub fn duration(&self, key: &str) -> Result<Option<Dur>, ParamError> {
         match self.values.get(key) {
             None => Ok(None),
-            Some(ParamValue::Num(x)) => Err(format!(
-                "{key}: a duration needs its unit, e.g. \"{x}ms\" (units: ns, us, ms, s, min, h)"
+            Some(ParamValue::Num(x)) => Err(ParamError::new(
+                key,
+                format!("a duration needs its unit, e.g. \"{x}ms\" (units: ns, us, ms, s, min, h)"),
             )),
             Some(ParamValue::Str(s)) => parse_duration(s)
                 .filter(|d| *d > Dur::ZERO)
                 .map(Some)
-                .ok_or_else(|| format!("{key}: not a positive duration: '{s}'")),
+                .ok_or_else(|| ParamError::new(key, format!("not a positive duration: '{s}'"))),
         }
     }
 
@@ -88,17 +124,19 @@ impl SchedParams {
         key: &str,
         default: &'a str,
         choices: &[&'a str],
-    ) -> Result<&'a str, String> {
+    ) -> Result<&'a str, ParamError> {
         match self.values.get(key) {
             None => Ok(default),
             Some(ParamValue::Str(s)) => choices
                 .iter()
                 .find(|c| **c == s.as_str())
                 .copied()
-                .ok_or_else(|| format!("{key}: '{s}' is not one of {}", choices.join(", "))),
-            Some(ParamValue::Num(x)) => Err(format!(
-                "{key}: expected one of {}, got {x}",
-                choices.join(", ")
+                .ok_or_else(|| {
+                    ParamError::new(key, format!("'{s}' is not one of {}", choices.join(", ")))
+                }),
+            Some(ParamValue::Num(x)) => Err(ParamError::new(
+                key,
+                format!("expected one of {}, got {x}", choices.join(", ")),
             )),
         }
     }
@@ -160,25 +198,22 @@ mod tests {
             p.duration("adjust_interval"),
             Ok(Some(Dur::from_millis(60)))
         );
-        assert!(p
-            .num("lambda", 1.0, 0.0, 2.0)
-            .unwrap_err()
-            .starts_with("lambda: must be in [0, 2], got 3"));
+        let e = p.num("lambda", 1.0, 0.0, 2.0).unwrap_err();
+        assert_eq!(e.key, "lambda");
+        assert_eq!(e.to_string(), "lambda: must be in [0, 2], got 3");
         let lambda = ParamInfo {
             key: "lambda",
             default: "1",
             meaning: "",
         };
-        assert!(p
-            .only("bm", &[lambda])
-            .unwrap_err()
-            .contains("adjust_interval"));
+        assert_eq!(p.only("bm", &[lambda]).unwrap_err().key, "adjust_interval");
         let bad = SchedParams::new().with("adjust_interval", ParamValue::Str("soon".into()));
         assert!(bad.duration("adjust_interval").is_err());
         let bare = SchedParams::new().with("adjust_interval", ParamValue::Num(60.0));
         assert!(bare
             .duration("adjust_interval")
             .unwrap_err()
+            .reason
             .contains("needs its unit"));
     }
 }

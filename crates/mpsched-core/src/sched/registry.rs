@@ -5,7 +5,7 @@
 //! here rather than in `sched/mod.rs` so that the list is written in one place; hence the
 //! `#[path]`s.
 
-use super::{SchedInfo, SchedParams, Scheduler};
+use super::{ParamError, SchedInfo, SchedParams, Scheduler};
 use std::fmt;
 
 #[path = "minrtt.rs"]
@@ -119,9 +119,8 @@ pub fn build(name: &str, params: &SchedParams) -> Result<Box<dyn Scheduler>, Bui
 pub enum BuildError {
     /// No scheduler has that name; the message lists those that do.
     UnknownScheduler(String),
-    /// A parameter is unknown or its value bad; the message starts with its key
-    /// (`lambda: must be in [0.1, 100], got 0`).
-    Param(String),
+    /// A parameter is unknown or its value bad (`lambda: must be in [0.1, 100], got 0`).
+    Param(ParamError),
 }
 
 impl BuildError {
@@ -135,10 +134,13 @@ impl BuildError {
     }
 }
 
+impl std::error::Error for BuildError {}
+
 impl fmt::Display for BuildError {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         match self {
-            BuildError::UnknownScheduler(e) | BuildError::Param(e) => f.write_str(e),
+            BuildError::UnknownScheduler(e) => f.write_str(e),
+            BuildError::Param(e) => e.fmt(f),
         }
     }
 }
@@ -234,7 +236,7 @@ mod tests {
             let p = SchedParams::new().with(key, v);
             let e = build(name, &p).err().unwrap();
             assert!(
-                matches!(&e, BuildError::Param(m) if m.starts_with(&format!("{key}: "))),
+                matches!(&e, BuildError::Param(m) if m.key == key),
                 "{name}: {e:?}"
             );
         };

@@ -110,8 +110,8 @@
 use crate::cc::CaState;
 use crate::sched::next_reinjection;
 use crate::sched::{
-    Decision, ParamInfo, Reason, SchedCtx, SchedInfo, SchedParams, Scheduler, SubflowSet,
-    SubflowView,
+    Decision, ParamError, ParamInfo, Reason, SchedCtx, SchedInfo, SchedParams, Scheduler,
+    SubflowSet, SubflowView,
 };
 use crate::time::{Dur, Time};
 use crate::units::wire::MSS;
@@ -246,7 +246,7 @@ pub struct Stms {
 }
 
 impl Stms {
-    pub fn calculated(p: &SchedParams) -> Result<Stms, String> {
+    pub fn calculated(p: &SchedParams) -> Result<Stms, ParamError> {
         let owd = match p.choice("owd", "half-rtt", &["half-rtt", "forward-queue"])? {
             "forward-queue" => OwdEstimate::ForwardQueue,
             _ => OwdEstimate::HalfRtt,
@@ -254,7 +254,7 @@ impl Stms {
         Ok(Stms::new(StmsVariant::Calculated { owd }))
     }
 
-    pub fn adjusted(p: &SchedParams) -> Result<Stms, String> {
+    pub fn adjusted(p: &SchedParams) -> Result<Stms, ParamError> {
         let interval = p.duration("adjust_interval")?;
         let skip_recovery = p.choice("recovery_jumps", "count", &["count", "skip"])? == "skip";
         Ok(Stms::new(StmsVariant::Adjusted {
