@@ -419,20 +419,34 @@ impl<P: HasWireLen> Link<P> {
 
     /// The next packet that has reached the far end by `now`, if any.
     pub fn poll_deliver(&mut self, now: Time) -> Option<P> {
+        self.peek_deliver(now)?;
+        Some(self.pop_delivered())
+    }
+
+    /// The next packet that has reached the far end by `now`, if any, left in the link so
+    /// that a driver can read it in place (a packet is large: moving it out costs more than
+    /// reading it); `pop_delivered` then takes it.
+    #[inline]
+    pub fn peek_deliver(&mut self, now: Time) -> Option<&P> {
         self.advance(now);
         if self.in_pipe == 0 {
             return None;
         }
         match self.packets.front() {
-            Some(&(t, _)) if t <= now => {
-                let (_, pkt) = self.packets.pop_front().expect("non-empty");
-                self.in_pipe -= 1;
-                self.stats.delivered += 1;
-                self.stats.bytes_delivered += pkt.wire_len() as u64;
-                Some(pkt)
-            }
+            Some((t, pkt)) if *t <= now => Some(pkt),
             _ => None,
         }
+    }
+
+    /// Takes the packet `peek_deliver` just showed.
+    #[inline]
+    pub fn pop_delivered(&mut self) -> P {
+        debug_assert!(self.in_pipe > 0, "no packet was delivered");
+        let (_, pkt) = self.packets.pop_front().expect("a delivered packet");
+        self.in_pipe -= 1;
+        self.stats.delivered += 1;
+        self.stats.bytes_delivered += pkt.wire_len() as u64;
+        pkt
     }
 
     /// Changes the rate from `now` on; the packet in service finishes at the old rate.
