@@ -468,7 +468,7 @@ impl Simulation {
         if let Some(c) = self.capture.as_mut() {
             c.hs_sent(self.now, k, &p);
         }
-        self.forward(l, k, 0, Item::Hs(p), data);
+        self.forward(l, Tagged::new(k, 0, Item::Hs(p)), data);
     }
 
     fn summary(&self, wall_s: f64) -> Summary {
@@ -522,7 +522,7 @@ impl Simulation {
             if self.shared_links {
                 let route = self.routes[self.conns[k].paths[item.subflow()]].links(data);
                 if let Some(&next) = route.get(hop as usize + 1) {
-                    self.forward(next, k, hop + 1, item, data);
+                    self.forward(next, Tagged::new(k, hop + 1, item), data);
                     continue;
                 }
             }
@@ -612,14 +612,15 @@ impl Simulation {
         if let Some(c) = self.capture.as_mut() {
             c.sent(self.now, k, &pkt);
         }
-        self.forward(l, k, 0, Item::Seg(pkt), data);
+        self.forward(l, Tagged::seg(k, pkt), data);
     }
 
-    /// Puts a packet of connection `k` on link `l`, hop `hop` of its route.
-    fn forward(&mut self, l: usize, k: usize, hop: u16, item: Item, data: bool) {
-        let sf = item.subflow();
-        let handshake = matches!(item, Item::Hs(_));
-        let tagged = Tagged::new(k, hop, item);
+    /// Puts a packet on link `l` (the packet knows its connection and where it is on its
+    /// route).
+    fn forward(&mut self, l: usize, tagged: Tagged, data: bool) {
+        let k = tagged.conn as usize;
+        let sf = tagged.item.subflow();
+        let handshake = matches!(tagged.item, Item::Hs(_));
         let result = self.links[l].enqueue(self.now, tagged);
         let d = &mut self.conns[k].drops[sf];
         match (result, data) {
