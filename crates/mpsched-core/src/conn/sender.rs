@@ -1146,13 +1146,13 @@ impl Sender {
             self.shared.rewound = false;
         }
         if d.dseq == self.data.first_unsent.max(una) {
-            let mut f = d.dseq + 1;
-            while f < self.data.written_end()
-                && !self.data.get(f).expect("in range").sent_on.is_empty()
-            {
-                f += 1;
+            // The next segment no subflow has sent, or the written end: walked by index into
+            // the queue (`d.dseq >= una` here), one lookup per segment.
+            let mut i = (d.dseq + 1 - una) as usize;
+            while self.data.segs.get(i).is_some_and(|s| !s.sent_on.is_empty()) {
+                i += 1;
             }
-            self.data.first_unsent = f;
+            self.data.first_unsent = una + i as u64;
         }
     }
 }
