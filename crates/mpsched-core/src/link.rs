@@ -403,17 +403,13 @@ impl<P: HasWireLen> Link<P> {
     /// When this link next needs the driver: the next arrival at the far end, or the earliest
     /// a packet still being serialized could arrive (which feeds the delay line).
     pub fn poll_at(&self) -> Option<Time> {
-        let arrival = self
-            .packets
-            .front()
-            .filter(|_| self.in_pipe > 0)
-            .map(|p| p.0);
-        let serial = (self.queued() > 0).then_some(self.head_done);
-        match (arrival, serial) {
-            (Some(a), Some(s)) => Some(a.min(s + self.min_delay)),
-            (Some(a), None) => Some(a),
-            (None, Some(s)) => Some(s + self.min_delay),
-            (None, None) => None,
+        // A packet in the `packets` deque beyond the pipe is in service, and FQ-CoDel's
+        // queues are looked at only without one.
+        let serial = (self.packets.len() > self.in_pipe || self.queued() > 0)
+            .then(|| self.head_done + self.min_delay);
+        match self.packets.front() {
+            Some(&(a, _)) if self.in_pipe > 0 => Some(serial.map_or(a, |s| a.min(s))),
+            _ => serial,
         }
     }
 
