@@ -403,36 +403,46 @@ impl<P: HasWireLen> Link<P> {
     /// When this link next needs the driver: the next arrival at the far end, or the earliest
     /// a packet still being serialized could arrive (which feeds the delay line).
     pub fn poll_at(&self) -> Option<Time> {
-        let arrival = self
-            .packets
-            .front()
-            .filter(|_| self.in_pipe > 0)
-            .map(|p| p.0);
-        let serial = (self.queued() > 0).then_some(self.head_done);
-        match (arrival, serial) {
-            (Some(a), Some(s)) => Some(a.min(s + self.min_delay)),
-            (Some(a), None) => Some(a),
-            (None, Some(s)) => Some(s + self.min_delay),
-            (None, None) => None,
+        // A packet in the `packets` deque beyond the pipe is in service, and FQ-CoDel's
+        // queues are looked at only without one.
+        let serial = (self.packets.len() > self.in_pipe || self.queued() > 0)
+            .then(|| self.head_done + self.min_delay);
+        match self.packets.front() {
+            Some(&(a, _)) if self.in_pipe > 0 => Some(serial.map_or(a, |s| a.min(s))),
+            _ => serial,
         }
     }
 
     /// The next packet that has reached the far end by `now`, if any.
     pub fn poll_deliver(&mut self, now: Time) -> Option<P> {
+        self.peek_deliver(now)?;
+        Some(self.pop_delivered())
+    }
+
+    /// The next packet that has reached the far end by `now`, if any, left in the link so
+    /// that a driver can read it in place (a packet is large: moving it out costs more than
+    /// reading it); `pop_delivered` then takes it.
+    #[inline]
+    pub fn peek_deliver(&mut self, now: Time) -> Option<&P> {
         self.advance(now);
         if self.in_pipe == 0 {
             return None;
         }
         match self.packets.front() {
-            Some(&(t, _)) if t <= now => {
-                let (_, pkt) = self.packets.pop_front().expect("non-empty");
-                self.in_pipe -= 1;
-                self.stats.delivered += 1;
-                self.stats.bytes_delivered += pkt.wire_len() as u64;
-                Some(pkt)
-            }
+            Some((t, pkt)) if *t <= now => Some(pkt),
             _ => None,
         }
+    }
+
+    /// Takes the packet `peek_deliver` just showed.
+    #[inline]
+    pub fn pop_delivered(&mut self) -> P {
+        debug_assert!(self.in_pipe > 0, "no packet was delivered");
+        let (_, pkt) = self.packets.pop_front().expect("a delivered packet");
+        self.in_pipe -= 1;
+        self.stats.delivered += 1;
+        self.stats.bytes_delivered += pkt.wire_len() as u64;
+        pkt
     }
 
     /// Changes the rate from `now` on; the packet in service finishes at the old rate.

@@ -56,6 +56,19 @@ impl Tagged {
     }
 }
 
+impl Tagged {
+    /// A segment at the start of its route (`new` without the match on the item).
+    #[inline]
+    pub fn seg(conn: usize, pkt: Packet) -> Tagged {
+        Tagged {
+            conn: conn as u16,
+            hop: 0,
+            wire_len: pkt.wire_len,
+            item: Item::Seg(pkt),
+        }
+    }
+}
+
 impl HasWireLen for Tagged {
     #[inline]
     fn wire_len(&self) -> u32 {

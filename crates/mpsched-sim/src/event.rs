@@ -71,10 +71,15 @@ impl EventList {
             return;
         }
         // An insertion sort's step: the sooner entries move up one until `k`'s place is free.
+        // `k` has the highest sequence number yet (the key keeps 40 bits of it: 10^12
+        // wake-ups), so an entry is sooner exactly when its time is no later: comparing the
+        // times alone orders as comparing whole keys.
+        let t = (k >> 64) as u64;
         self.pending.push(k);
         let v = &mut self.pending[..];
         let mut i = n;
-        while i > 0 && v[i - 1] < k {
+        while i > 0 && (v[i - 1] >> 64) as u64 <= t {
+            debug_assert!(v[i - 1] < k);
             v[i] = v[i - 1];
             i -= 1;
         }

@@ -468,7 +468,7 @@ impl Simulation {
         if let Some(c) = self.capture.as_mut() {
             c.hs_sent(self.now, k, &p);
         }
-        self.forward(l, k, 0, Item::Hs(p), data);
+        self.forward(l, Tagged::new(k, 0, Item::Hs(p)), data);
     }
 
     fn summary(&self, wall_s: f64) -> Summary {
@@ -496,16 +496,33 @@ impl Simulation {
 
     fn on_link(&mut self, l: usize) {
         let now = self.now;
-        while let Some(Tagged {
-            conn: k, hop, item, ..
-        }) = self.links[l].poll_deliver(now)
-        {
+        let data = l.is_multiple_of(2);
+        while let Some(t) = self.links[l].peek_deliver(now) {
+            // On a path's own link (the end of its route) a segment is read where it lies in
+            // the link, which then drops it: no copy of it is made. Shared links, handshake
+            // packets and a capture take the general way below.
+            let plain = !self.shared_links && self.capture.is_none();
+            if let (Item::Seg(pkt), true) = (&t.item, plain) {
+                let k = t.conn as usize;
+                if data {
+                    self.conns[k].client.handle_data(now, pkt);
+                    self.links[l].pop_delivered();
+                    self.after_data(k);
+                } else {
+                    self.conns[k].server.handle_ack(now, pkt);
+                    self.links[l].pop_delivered();
+                    self.flush_server(k);
+                }
+                continue;
+            }
+            let Tagged {
+                conn: k, hop, item, ..
+            } = self.links[l].pop_delivered();
             let k = k as usize;
-            let data = l.is_multiple_of(2);
             if self.shared_links {
                 let route = self.routes[self.conns[k].paths[item.subflow()]].links(data);
                 if let Some(&next) = route.get(hop as usize + 1) {
-                    self.forward(next, k, hop + 1, item, data);
+                    self.forward(next, Tagged::new(k, hop + 1, item), data);
                     continue;
                 }
             }
@@ -523,18 +540,8 @@ impl Simulation {
                 c.delivered(now, k, &pkt);
             }
             if data {
-                let conn = &mut self.conns[k];
-                conn.client.handle_data(now, &pkt);
-                if k == 0 {
-                    if let Some(app) = self.app.as_mut() {
-                        app.on_delivered(now, conn.client.stats.delivered_bytes);
-                    }
-                }
-                if !conn.done && conn.file && conn.client.complete_at().is_some() {
-                    conn.done = true;
-                    self.files_pending = self.files_pending.saturating_sub(1);
-                }
-                self.flush_client(k);
+                self.conns[k].client.handle_data(now, &pkt);
+                self.after_data(k);
             } else {
                 self.conns[k].server.handle_ack(now, &pkt);
                 self.flush_server(k);
@@ -542,6 +549,24 @@ impl Simulation {
         }
         self.count_aqm_drops(l);
         self.rearm_link(l);
+    }
+
+    /// Connection `k`'s client took a data segment: the application reads, a file may be
+    /// complete, and the client's ACKs go out.
+    #[inline]
+    fn after_data(&mut self, k: usize) {
+        let now = self.now;
+        let conn = &mut self.conns[k];
+        if k == 0 {
+            if let Some(app) = self.app.as_mut() {
+                app.on_delivered(now, conn.client.stats.delivered_bytes);
+            }
+        }
+        if !conn.done && conn.file && conn.client.complete_at().is_some() {
+            conn.done = true;
+            self.files_pending = self.files_pending.saturating_sub(1);
+        }
+        self.flush_client(k);
     }
 
     /// Counts what the link's AQM dropped as queue drops of their subflows.
@@ -573,7 +598,10 @@ impl Simulation {
         }
     }
 
-    /// Puts a packet of connection `k` on its subflow's path: data down, ACKs up.
+    /// Puts a packet of connection `k` on its subflow's path: data down, ACKs up. Inline into
+    /// the two flushes: the packet then goes from the socket's queue to `forward` without the
+    /// copies a call by value made (`forward` itself stays a call: inlined, it cost more).
+    #[inline(always)]
     fn send(&mut self, k: usize, pkt: Packet, data: bool) {
         let p = self.conns[k].paths[pkt.subflow as usize];
         let l = match (self.shared_links, data) {
@@ -584,14 +612,15 @@ impl Simulation {
         if let Some(c) = self.capture.as_mut() {
             c.sent(self.now, k, &pkt);
         }
-        self.forward(l, k, 0, Item::Seg(pkt), data);
+        self.forward(l, Tagged::seg(k, pkt), data);
     }
 
-    /// Puts a packet of connection `k` on link `l`, hop `hop` of its route.
-    fn forward(&mut self, l: usize, k: usize, hop: u16, item: Item, data: bool) {
-        let sf = item.subflow();
-        let handshake = matches!(item, Item::Hs(_));
-        let tagged = Tagged::new(k, hop, item);
+    /// Puts a packet on link `l` (the packet knows its connection and where it is on its
+    /// route).
+    fn forward(&mut self, l: usize, tagged: Tagged, data: bool) {
+        let k = tagged.conn as usize;
+        let sf = tagged.item.subflow();
+        let handshake = matches!(tagged.item, Item::Hs(_));
         let result = self.links[l].enqueue(self.now, tagged);
         let d = &mut self.conns[k].drops[sf];
         match (result, data) {

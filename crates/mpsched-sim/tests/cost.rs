@@ -15,12 +15,12 @@ use std::process::Command;
 
 /// (scenario, instructions of one run under callgrind, measured 2026-11-26).
 const BUDGETS: &[(&str, u64)] = &[
-    ("default", 469_200_000),
-    ("shared-link-and-trace", 99_700_000),
-    ("codel", 109_200_000),
-    ("fq-codel", 115_100_000),
-    ("jitter-reorder", 138_100_000),
-    ("flows", 110_100_000),
+    ("default", 446_300_000),
+    ("shared-link-and-trace", 97_000_000),
+    ("codel", 104_000_000),
+    ("fq-codel", 109_900_000),
+    ("jitter-reorder", 131_700_000),
+    ("flows", 104_600_000),
 ];
 
 /// How much over its budget a scenario may run.

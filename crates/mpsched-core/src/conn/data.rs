@@ -164,22 +164,27 @@ impl DataQueue {
         if let Some(a) = self.app_segs {
             end = end.min(a);
         }
-        while self.written_end() < end {
-            let dseq = self.written_end();
-            let len = if Some(dseq + 1) == self.total_segs {
-                self.last_len
-            } else {
-                self.mss
-            };
-            self.segs.push_back(DataSegState {
-                len,
-                sent_on: SubflowSet::EMPTY,
-                first_sent: Time::ZERO,
-                transmissions: 0,
-                retransmissions: 0,
-                in_reinject_queue: false,
-                reinjected: false,
-            });
+        let from = self.written_end();
+        if from >= end {
+            return;
+        }
+        let fresh = |len| DataSegState {
+            len,
+            sent_on: SubflowSet::EMPTY,
+            first_sent: Time::ZERO,
+            transmissions: 0,
+            retransmissions: 0,
+            in_reinject_queue: false,
+            reinjected: false,
+        };
+        // Full segments in one extend (one capacity check, not one per segment); a finite
+        // transfer's last segment, if among them, has its own length.
+        let last = self.total_segs.filter(|&t| t == end);
+        let full = end - from - u64::from(last.is_some());
+        self.segs
+            .extend(std::iter::repeat_n(fresh(self.mss), full as usize));
+        if last.is_some() {
+            self.segs.push_back(fresh(self.last_len));
         }
     }
 }

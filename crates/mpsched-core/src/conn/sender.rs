@@ -886,10 +886,13 @@ impl Sender {
             if !self.established(i, now) {
                 continue;
             }
-            let has_new = self.has_new_data_for(i);
-            if self.subflows[i].frto_wants_new_data(has_new) {
-                frto_new.insert(i);
-                continue;
+            // Whether new data waits is asked only when F-RTO has a say.
+            if self.subflows[i].frto_rexmit_new() {
+                let has_new = self.has_new_data_for(i);
+                if self.subflows[i].frto_wants_new_data(has_new) {
+                    frto_new.insert(i);
+                    continue;
+                }
             }
             self.retransmit_lost(now, i);
         }
@@ -1001,7 +1004,16 @@ impl Sender {
     }
 
     /// Subflow `i`'s lost segments, as many as its window allows (`tcp_xmit_retransmit_queue`).
+    /// Most pushes find none: that test is inline, the loop out of line.
+    #[inline]
     fn retransmit_lost(&mut self, now: Time, i: usize) {
+        if self.subflows[i].may_retransmit() {
+            self.retransmit_lost_segments(now, i);
+        }
+    }
+
+    #[inline(never)]
+    fn retransmit_lost_segments(&mut self, now: Time, i: usize) {
         while self.subflows[i].cwnd_space() > 0 {
             let Some(seq) = self.subflows[i].next_retransmit() else {
                 break;
@@ -1146,13 +1158,13 @@ impl Sender {
             self.shared.rewound = false;
         }
         if d.dseq == self.data.first_unsent.max(una) {
-            let mut f = d.dseq + 1;
-            while f < self.data.written_end()
-                && !self.data.get(f).expect("in range").sent_on.is_empty()
-            {
-                f += 1;
+            // The next segment no subflow has sent, or the written end: walked by index into
+            // the queue (`d.dseq >= una` here), one lookup per segment.
+            let mut i = (d.dseq + 1 - una) as usize;
+            while self.data.segs.get(i).is_some_and(|s| !s.sent_on.is_empty()) {
+                i += 1;
             }
-            self.data.first_unsent = f;
+            self.data.first_unsent = una + i as u64;
         }
     }
 }

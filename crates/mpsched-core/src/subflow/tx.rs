@@ -388,6 +388,13 @@ impl SubflowTx {
         self.sb.next_retransmit()
     }
 
+    /// Whether `next_retransmit` may find a segment: more are deemed lost than are being
+    /// retransmitted (its own first test, for a caller's inline fast path).
+    #[inline]
+    pub fn may_retransmit(&self) -> bool {
+        self.sb.lost_out() > self.sb.retrans_out()
+    }
+
     fn on_transmit(&mut self, now: Time, cc: &mut dyn CongestionControl) {
         if self.packets_out() == 0 {
             // Linux `tcp_event_data_sent`: restart after idle (RFC 2861), then tell the CC.
@@ -838,6 +845,13 @@ impl SubflowTx {
     /// some waiting within the window (`tcp_write_queue_empty`, `tcp_wnd_end`). The caller
     /// says whether it has: if not, F-RTO gives way to the conventional recovery at once
     /// (`tp->frto = 0`, `REXMIT_LOST`) and `false` comes back.
+    /// F-RTO step 2b reserved the next round for new data: only then does
+    /// `frto_wants_new_data` have a say (and anything to change).
+    #[inline]
+    pub fn frto_rexmit_new(&self) -> bool {
+        self.rexmit_new
+    }
+
     pub fn frto_wants_new_data(&mut self, has_new_data: bool) -> bool {
         if !self.rexmit_new {
             return false;
