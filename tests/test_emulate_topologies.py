@@ -101,7 +101,8 @@ queue = "30ms"
 
 def test_the_testbed_refuses_only_what_the_kernel_lacks() -> None:
     """Shared links, competing flows and the rate workload pass the kernel's check; coupled
-    congestion control (a flow's too) and classic recovery are refused, naming the key."""
+    congestion control (a flow's too), classic recovery, a window ratio other than the
+    kernel's and a scheduler it does not have are refused, naming the key."""
     from mpsched.testbed import check_kernel_support
 
     for text in (SHARED, FLOWS):
@@ -111,6 +112,9 @@ def test_the_testbed_refuses_only_what_the_kernel_lacks() -> None:
         check_kernel_support(config, None)
     config = to_native(load(FLOWS, {"connection.loss_recovery": "classic"}))
     with pytest.raises(ScenarioError, match=r"^connection\.loss_recovery: .*'classic'"):
+        check_kernel_support(config, None)
+    config = to_native(load(FLOWS, {"connection.window_ratio": 0.5}))
+    with pytest.raises(ScenarioError, match=r"^connection\.window_ratio: "):
         check_kernel_support(config, None)
     config = to_native(load(FLOWS, {"flow.0.scheduler": "minrtt"}))
     with pytest.raises(ScenarioError, match=r"^flow\[0\]\.scheduler: .*'linux'"):

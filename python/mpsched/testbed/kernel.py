@@ -191,6 +191,12 @@ def check_kernel_support(config: Mapping[str, Any], kernel_scheduler: str | None
             "connection.stack: the testbed runs this machine's upstream Linux; the "
             "out-of-tree stack (MPTCP v0.9x) exists only in the simulator"
         )
+    if config.get("window_ratio") is not None:
+        raise ScenarioError(
+            "connection.window_ratio: the kernel advertises its own share of the receive "
+            "buffer (Linux 6.18: payload per truesize, the model's default); another ratio "
+            "exists only in the simulator: leave it unset to compare"
+        )
     hz = kernel_hz()
     if hz is not None and config.get("timer_hz", hz) != hz:
         raise ScenarioError(
