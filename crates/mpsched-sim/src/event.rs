@@ -182,7 +182,7 @@ mod tests {
                     // Soon, often at the same instant, now and then far away.
                     let t = Time(now + [0, 1, rand() % 50, rand() % 100_000][rand() as usize % 4]);
                     ev.schedule(c, t);
-                    if !due[c as usize].is_some_and(|d| d <= t) {
+                    if due[c as usize].is_none_or(|d| d > t) {
                         due[c as usize] = Some(t);
                         heap.push(Reverse(key(t, seq, c)));
                         seq += 1;
