@@ -7,7 +7,8 @@ the same scenario, and the table compares what the acceptance names.
     python docs/experiments/kernel_flows.py rate-app --out runs/kernel-rate-app
 
 ``rfc6356-tcp`` (a TCP connection in the MPTCP one's place) and ``short-flows-dense`` (the
-flows arriving ten times as often) are controls.
+flows arriving ten times as often) are controls. ``windows KERNEL_DIR MODEL_DIR`` compares the
+main connection's subflows' windows in an ``mpsched emulate --out`` and an ``mpsched run --out``.
 
 Each run's summary goes to ``OUT/{model,kernel}-{i}.json``; ``--resume`` keeps those already
 there, ``--table`` only prints the table of what is there. Needs root (the kernel testbed).
@@ -168,13 +169,46 @@ def _table(name: str, out: Path) -> None:
             print(f"{side}: dropped {', '.join(rates)}")
 
 
+def windows(kernel: Path, model: Path, after_s: float = 5.0) -> None:
+    """The main connection's subflows' mean congestion window (segments) and smoothed RTT
+    after ``after_s``: the kernel's from the server's ``TCP_INFO`` samples (every 100 ms,
+    ``raw/server.json`` of ``mpsched emulate --out``), the model's from its ``subflows``
+    trace (``mpsched run --out``)."""
+    import pyarrow.parquet as pq
+
+    sampled = ("snd_cwnd", "snd_ssthresh", "rtt_us")
+    server = json.loads((kernel / "raw" / "server.json").read_text())
+    by: dict[str, list[tuple[float, float]]] = {}
+    for t, rows, _buffer in server["samples"]:
+        for row in rows if t >= after_s else []:
+            d = dict(zip(sampled, row[1:4], strict=True))
+            by.setdefault(str(row[0]).split(":")[0], []).append((d["snd_cwnd"], d["rtt_us"] / 1e3))
+    for addr, v in sorted(by.items()):
+        cwnd, rtt = statistics.fmean(c for c, _ in v), statistics.fmean(r for _, r in v)
+        print(f"kernel subflow from {addr}: cwnd {cwnd:.1f} segments, srtt {rtt:.1f} ms")
+    trace = pq.read_table(model / "subflows.parquet").to_pandas()
+    trace = trace[trace["t_ns"] >= after_s * 1e9]
+    for sf, rows in trace.groupby("subflow"):
+        cwnd, rtt = rows["cwnd_segments"].mean(), rows["srtt_ns"].mean() / 1e6
+        print(f"model subflow {sf}: cwnd {cwnd:.1f} segments, srtt {rtt:.1f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("experiment", choices=sorted(EXPERIMENTS))
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("experiment", choices=[*sorted(EXPERIMENTS), "windows"])
+    parser.add_argument(
+        "dirs", nargs="*", type=Path, help="windows: the kernel's and the model's --out DIR"
+    )
+    parser.add_argument("--out", type=Path)
     parser.add_argument("--resume", action="store_true", help="keep the runs already in OUT")
     parser.add_argument("--table", action="store_true", help="only print the table")
     args = parser.parse_args()
+    if args.experiment == "windows":
+        kernel, model = args.dirs
+        windows(kernel, model)
+        return
+    if args.out is None:
+        parser.error("--out DIR is needed")
     if not args.table:
         _run(args.experiment, args.out, args.resume)
     _table(args.experiment, args.out)
