@@ -191,6 +191,10 @@ def windows(kernel: Path, model: Path, after_s: float = 5.0) -> None:
     for sf, rows in trace.groupby("subflow"):
         cwnd, rtt = rows["cwnd_segments"].mean(), rows["srtt_ns"].mean() / 1e6
         print(f"model subflow {sf}: cwnd {cwnd:.1f} segments, srtt {rtt:.1f} ms")
+    for side, out in (("kernel", kernel), ("model", model)):
+        flows = json.loads((out / "summary.json").read_text()).get("flows") or []
+        rates = ", ".join(f"flow {f['flow']} {f['goodput_mbps']:.2f}" for f in flows)
+        print(f"{side} goodput (Mbit/s): {rates}")
 
 
 def main() -> None:
