@@ -10,9 +10,10 @@
 //! - then prints the report (`{"report": ...}`) and exits; the TUN devices vanish with it.
 
 use crate::config::{EmuConfig, Threads, PCAP_PACKETS};
-use crate::engine::{self, Port, Shared, WorkerReport};
+use crate::engine::{self, PathIo, Port, Shared, WorkerReport};
 use crate::hist::{Hist, Lateness};
 use crate::sys;
+use mpsched_scenario::plan::{down_link, up_link};
 use serde::Serialize;
 use std::io::{BufRead, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -54,6 +55,7 @@ pub fn run(args: &[String]) -> ! {
     let cfg = EmuConfig::from_json(&text).unwrap_or_else(|e| fail(e));
     let seed = cfg.scenario().unwrap_or_else(|e| fail(e)).seed;
     let plans = cfg.links().unwrap_or_else(|e| fail(e));
+    let routes = cfg.routes().unwrap_or_else(|e| fail(e));
 
     // The TUN devices: per path one in the client's namespace, one in the server's.
     let mut fds: Vec<(OwnedFd, OwnedFd)> = vec![];
@@ -62,38 +64,56 @@ pub fn run(args: &[String]) -> ! {
         let s = sys::open_tun(&d.server_ns, &d.server_dev).unwrap_or_else(|e| fail(e.to_string()));
         fds.push((c, s));
     }
-    let mut down = vec![];
-    let mut up = vec![];
     let pcap_cap = match cfg.header_trace {
         0 => PCAP_PACKETS,
         n => n,
     };
+    // Which worker runs each link (per direction, or one for all), and its index there.
+    let worker_of = |down: bool| match cfg.threads {
+        Threads::PerDirection => usize::from(!down),
+        Threads::Single => 0,
+    };
+    let n_workers = match cfg.threads {
+        Threads::PerDirection => 2,
+        Threads::Single => 1,
+    };
+    let mut groups: Vec<Vec<Port>> = (0..n_workers).map(|_| Vec::new()).collect();
+    let mut at: Vec<(usize, usize)> = Vec::with_capacity(plans.len());
+    let n_paths = cfg.devices.len();
     for plan in plans {
-        let (c, s) = (&fds[plan.path].0, &fds[plan.path].1);
-        if plan.down {
-            let mut port = Port::new(plan, seed, s.as_raw_fd(), c.as_raw_fd());
+        let w = worker_of(plan.down);
+        let own = plan.path < n_paths;
+        let mut port = Port::link(plan, seed);
+        if own {
+            // A path's own link records the packets its device gives, in either direction.
             if cfg.header_trace > 0 {
                 port.trace_headers(cfg.header_trace);
             }
             if cfg.pcap.is_some() {
                 port.capture_packets(pcap_cap);
             }
-            down.push(port);
-        } else {
-            let mut port = Port::new(plan, seed, c.as_raw_fd(), s.as_raw_fd());
-            if cfg.header_trace > 0 {
-                port.trace_headers(cfg.header_trace);
-            }
-            if cfg.pcap.is_some() {
-                port.capture_packets(pcap_cap);
-            }
-            up.push(port);
+        }
+        at.push((w, groups[w].len()));
+        groups[w].push(port);
+    }
+    // Per path and direction: the device it reads, the one it writes, its route.
+    let mut ios: Vec<Vec<PathIo>> = (0..n_workers).map(|_| Vec::new()).collect();
+    for (p, route) in routes.iter().enumerate() {
+        let (c, s) = (fds[p].0.as_raw_fd(), fds[p].1.as_raw_fd());
+        for (down, links, input, output, own) in [
+            (true, &route.down, s, c, down_link(p)),
+            (false, &route.up, c, s, up_link(p)),
+        ] {
+            let w = worker_of(down);
+            ios[w].push(PathIo {
+                path: p,
+                input,
+                output,
+                route: links.iter().map(|&l| at[l].1).collect(),
+                log: at[own].1,
+            });
         }
     }
-    let groups = match cfg.threads {
-        Threads::PerDirection => vec![down, up],
-        Threads::Single => vec![down.into_iter().chain(up).collect()],
-    };
 
     sys::install_stop_handlers();
     sys::block_stop_signals(true);
@@ -102,8 +122,9 @@ pub fn run(args: &[String]) -> ! {
     let rt = cfg.rt_priority;
     let workers: Vec<_> = groups
         .into_iter()
+        .zip(ios)
         .enumerate()
-        .map(|(i, ports)| {
+        .map(|(i, (ports, paths))| {
             let shared = Arc::clone(&shared);
             std::thread::Builder::new()
                 .name(format!("link-{i}"))
@@ -111,7 +132,7 @@ pub fn run(args: &[String]) -> ! {
                     if let Err(e) = sys::tune_thread(rt) {
                         eprintln!("mpsched-emu: thread tuning (rt_priority {rt}): {e}");
                     }
-                    engine::run(ports, &shared, spin_ns)
+                    engine::run_routed(ports, paths, &shared, spin_ns)
                 })
                 .unwrap_or_else(|e| fail(format!("cannot start a thread: {e}")))
         })
@@ -125,7 +146,7 @@ pub fn run(args: &[String]) -> ! {
         "ready": true,
         "pid": std::process::id(),
         "devices": cfg.devices.len() * 2,
-        "links": fds.len() * 2,
+        "links": at.len(),
     });
     let _ = writeln!(out, "{ready}");
     let _ = out.flush();

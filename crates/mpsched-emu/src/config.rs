@@ -2,7 +2,7 @@
 //! path, the namespaces and names of its two TUN devices.
 
 use mpsched_scenario::Config;
-pub use mpsched_scenario::{LinkChange, LinkPlan};
+pub use mpsched_scenario::{LinkChange, LinkPlan, Route};
 use serde::Deserialize;
 
 #[derive(Clone, Debug, Deserialize)]
@@ -63,15 +63,6 @@ impl EmuConfig {
         let cfg: EmuConfig =
             serde_json::from_str(s).map_err(|e| format!("emulator config: {e}"))?;
         let scenario = cfg.scenario()?;
-        if !scenario.links.is_empty() {
-            // Each path is one pair of devices with its own link threads; a link two paths
-            // share would join their threads.
-            return Err(
-                "links: shared links ([[link]], a path's via) run in the simulator \
-                        only; the emulator gives each path links of its own"
-                    .into(),
-            );
-        }
         if cfg.devices.len() != scenario.paths.len() {
             return Err(format!(
                 "devices: {} entries for {} paths",
@@ -100,10 +91,15 @@ impl EmuConfig {
         Config::from_json_external_scheduler(&self.scenario.to_string())
     }
 
-    /// Every link of the scenario: per path the down link, then the up link, planned as the
-    /// simulator plans them.
+    /// Every link of the scenario: per path the down link, then the up link, then per shared
+    /// link its down and up link, planned as the simulator plans them.
     pub fn links(&self) -> Result<Vec<LinkPlan>, String> {
         Ok(self.scenario()?.link_plans())
+    }
+
+    /// Each path's route through the links (indices into `links()`), as the simulator's.
+    pub fn routes(&self) -> Result<Vec<Route>, String> {
+        Ok(self.scenario()?.routes())
     }
 }
 
@@ -130,12 +126,20 @@ mod tests {
         r#"{"client_ns": "c", "client_dev": "c0", "server_ns": "s", "server_dev": "s0"}"#;
 
     #[test]
-    fn shared_links_are_refused_with_the_reason() {
+    fn shared_links_are_planned_and_routed_as_in_the_simulator() {
         let mut cfg: serde_json::Value = serde_json::from_str(&config(PATH, DEV)).unwrap();
         let link: serde_json::Value = serde_json::from_str(LINK).unwrap();
         cfg["scenario"]["links"] = serde_json::json!([{"name": "dsl", "down": link, "up": link}]);
-        let err = EmuConfig::from_json(&cfg.to_string()).unwrap_err();
-        assert!(err.starts_with("links: shared links"), "{err}");
+        cfg["scenario"]["paths"][0]["via"] = serde_json::json!([0]);
+        let cfg = EmuConfig::from_json(&cfg.to_string()).unwrap();
+        let links = cfg.links().unwrap();
+        assert_eq!(links.len(), 4);
+        assert_eq!((links[2].name.as_str(), links[2].down), ("dsl", true));
+        assert_eq!((links[2].stream, links[3].stream), (3, 4));
+        let routes = cfg.routes().unwrap();
+        // Data: the shared link first (from the server), then the path's own; ACKs reversed.
+        assert_eq!(routes[0].down, vec![2, 0]);
+        assert_eq!(routes[0].up, vec![1, 3]);
     }
 
     const LINK: &str = r#"{"rate_bps": 1000000, "delay_ns": 1, "loss": 0.0,

@@ -2,10 +2,30 @@
 
 use mpsched_core::link::HasWireLen;
 
-/// An IP packet read from a TUN device (no packet-information header).
+/// An IP packet read from a TUN device (no packet-information header), with where it is on
+/// its path's route through the links.
 #[derive(Clone, Debug, Default)]
 pub struct IpPacket {
     pub bytes: Vec<u8>,
+    /// The path whose device it came from (its route and its output device).
+    pub path: u16,
+    /// Its position on the route: the index of the link it is in.
+    pub hop: u8,
+}
+
+impl IpPacket {
+    /// The TCP or UDP port of the server's side: the source port of a packet the server sent
+    /// (`down`), else the destination port. Each connection of a run has a server port of its
+    /// own, so this tells a packet's connection. `None` for other packets.
+    pub fn server_port(&self, down: bool) -> Option<u16> {
+        let b = &self.bytes;
+        if b.len() < 20 || b[0] >> 4 != 4 || !matches!(b[9], 6 | 17) {
+            return None;
+        }
+        let ihl = usize::from(b[0] & 0x0F) * 4;
+        let at = if down { ihl } else { ihl + 2 };
+        b.get(at..at + 2).map(|p| u16::from_be_bytes([p[0], p[1]]))
+    }
 }
 
 impl HasWireLen for IpPacket {
@@ -48,7 +68,10 @@ mod tests {
         b[16..20].copy_from_slice(&[10, 20, 0, 1]);
         b[20..22].copy_from_slice(&src_port.to_be_bytes());
         b[22..24].copy_from_slice(&dst_port.to_be_bytes());
-        IpPacket { bytes: b }
+        IpPacket {
+            bytes: b,
+            ..IpPacket::default()
+        }
     }
 
     #[test]
@@ -57,11 +80,20 @@ mod tests {
         assert_ne!(tcp(40000, 5201).flow_key(), tcp(40001, 5201).flow_key());
         assert_eq!(
             IpPacket {
-                bytes: vec![0x60; 40]
+                bytes: vec![0x60; 40],
+                ..IpPacket::default()
             }
             .flow_key(),
             0
         );
         assert_eq!(IpPacket::default().flow_key(), 0);
+    }
+
+    #[test]
+    fn the_server_port_names_the_connection_both_ways() {
+        // Data from the server (10.20.0.1:5202) and the ACK back to it.
+        assert_eq!(tcp(5202, 40000).server_port(true), Some(5202));
+        assert_eq!(tcp(40000, 5202).server_port(false), Some(5202));
+        assert_eq!(IpPacket::default().server_port(true), None);
     }
 }

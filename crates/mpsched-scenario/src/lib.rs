@@ -8,4 +8,4 @@ pub mod keys;
 pub mod plan;
 
 pub use config::Config;
-pub use plan::{LinkChange, LinkPlan, PathChange};
+pub use plan::{LinkChange, LinkPlan, PathChange, Route};

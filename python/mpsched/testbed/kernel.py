@@ -152,19 +152,35 @@ def kernel_scheduler_for(scheduler: str) -> str:
     )
 
 
+def _check_mptcp_paths(config: Mapping[str, Any]) -> None:
+    """Every MPTCP connection of the client over the same paths: the kernel's path manager
+    opens a subflow from each `subflow` endpoint for every MPTCP connection of the host, and
+    the testbed's client is one host. TCP flows may use any path."""
+    names = [p["name"] for p in config["paths"]]
+    n = len(names)
+    first: tuple[str, list[int]] | None = None
+    if config["protocol"] == "mptcp":
+        first = ("the connection's", list(range(int(config.get("main_paths") or n))))
+    for k, f in enumerate(config.get("flows") or []):
+        if f["protocol"] != "mptcp":
+            continue
+        paths = [int(p) for p in f["paths"]]
+        if first is None:
+            first = (f"flow[{k}]'s", paths)
+            continue
+        if paths != first[1]:
+            raise ScenarioError(
+                f"flow[{k}].paths: the kernel's path manager opens a subflow from every "
+                "endpoint for every MPTCP connection of a host, so the testbed's MPTCP "
+                f"connections all run over the same paths: {first[0]} are "
+                f"{[names[p] for p in first[1]]}, flow[{k}]'s {[names[p] for p in paths]}"
+            )
+
+
 def check_kernel_support(config: Mapping[str, Any], kernel_scheduler: str | None) -> str:
     """The ``net.mptcp.scheduler`` to use (``kernel_scheduler`` if given, else the kernel's
     for the scenario's scheduler); ``ScenarioError`` for what the kernel lacks."""
-    if config.get("flows"):
-        raise ScenarioError(
-            "flow: the testbed runs the main connection only; competing flows ([[flow]]) "
-            "are simulated, not emulated"
-        )
-    if config["workload"]["kind"] == "rate":
-        raise ScenarioError(
-            "workload.kind: the testbed's load generator sends bulk transfers and files; "
-            "'rate' is simulated, not emulated"
-        )
+    _check_mptcp_paths(config)
     if config.get("loss_recovery", "linux") != "linux":
         raise ScenarioError(
             "connection.loss_recovery: the kernel recovers losses as Linux does; "
@@ -174,6 +190,12 @@ def check_kernel_support(config: Mapping[str, Any], kernel_scheduler: str | None
         raise ScenarioError(
             "connection.stack: the testbed runs this machine's upstream Linux; the "
             "out-of-tree stack (MPTCP v0.9x) exists only in the simulator"
+        )
+    if config.get("window_ratio") is not None:
+        raise ScenarioError(
+            "connection.window_ratio: the kernel advertises its own share of the receive "
+            "buffer (Linux 6.18: payload per truesize, the model's default); another ratio "
+            "exists only in the simulator: leave it unset to compare"
         )
     hz = kernel_hz()
     if hz is not None and config.get("timer_hz", hz) != hz:

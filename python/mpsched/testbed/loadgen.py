@@ -1,19 +1,25 @@
 """The load generator and kernel-statistics collector of ``mpsched emulate``.
 
 Run inside the testbed's network namespaces as
-``python -m mpsched.testbed.loadgen server|client ...``: the server sends (a bulk transfer for
-the scenario's duration, or a file of ``size`` bytes), the client receives. Each side prints one
-JSON line with what it measured: the client the bytes it received by the deadline (or the
-file's completion time) and a timeline; both the kernel's view of every subflow (``TCP_INFO``
-per subflow through ``MPTCP_TCPINFO``, the subflows' addresses through
-``MPTCP_SUBFLOW_ADDRS``, ``MPTCP_INFO`` for the connection), taken just before the connection
-is torn down.
+``python loadgen.py server|client --spec FILE``: the spec (JSON, written by
+:func:`mpsched.testbed.run.connections`) lists the run's connections, the main one first and
+then each ``[[flow]]``: protocol, congestion control, the server's port (one per connection,
+so that the emulator can tell their packets apart), the client's address, the start, and the
+workload (a bulk transfer for the scenario's duration, a file of ``size`` bytes, or blocks
+written at a rate). The server listens on every port and sends; the client opens each
+connection at its start and receives. Each side prints one JSON line with what it measured:
+the client the bytes each connection received by the deadline (or its file's completion
+time), the main connection's timeline, longest stall and block completion times; both the
+kernel's view of every subflow (``TCP_INFO`` per subflow through ``MPTCP_TCPINFO``, the
+subflows' addresses through ``MPTCP_SUBFLOW_ADDRS``, ``MPTCP_INFO`` for the connection),
+taken as each file finishes or just before the connection is torn down.
 
 It must import nothing of mpsched: the testbed runs it by its file path, as a script.
 
-Time zero is ``--epoch`` (CLOCK_MONOTONIC nanoseconds, shared by every namespace): the client
-connects at the epoch, as a simulated client sends its SYN at time zero, and the emulator counts
-the scenario's schedules from it.
+Time zero (CLOCK_MONOTONIC nanoseconds, shared by every namespace) comes on stdin once every
+process is ready: the main connection's client connects at it, as a simulated client sends its
+SYN at time zero, each other one at its start after it, and the emulator counts the scenario's
+schedules from it.
 """
 
 from __future__ import annotations
@@ -22,7 +28,9 @@ import argparse
 import contextlib
 import ctypes
 import ctypes.util
+import errno
 import json
+import os
 import select
 import shutil
 import socket
@@ -306,180 +314,430 @@ WRITE_CHUNK = 256 * 1024
 FILL_BLOCK = 4 << 20
 
 
+class Sender:
+    """One connection of the server: its listener, then its socket, and what it sends.
+
+    ``spec`` is one entry of the run's ``connections``: ``flow`` (0: the main connection),
+    ``protocol``, ``congestion``, ``port``, ``size`` (a file; ``None``: bulk), ``chunk`` (the
+    write size; 0 fills the buffer), ``rate`` (``{"interval_ns", "block"}``: a block every
+    interval from the connection's acceptance, the main connection only)."""
+
+    def __init__(self, spec: dict[str, Any], addr: str, backlog: int) -> None:
+        self.spec = spec
+        self.flow = int(spec["flow"])
+        self.protocol = str(spec["protocol"])
+        self.listener = _socket(self.protocol, str(spec["congestion"]))
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind((addr, int(spec["port"])))
+        self.listener.listen(backlog)
+        self.listener.setblocking(False)
+        self.conn: socket.socket | None = None
+        self.accepted_ns: int | None = None
+        self.total: int | None = spec.get("size")
+        fill = int(spec.get("chunk", WRITE_CHUNK)) == 0
+        self.fill = fill
+        self.chunk = memoryview(bytes(FILL_BLOCK if fill else int(spec.get("chunk", WRITE_CHUNK))))
+        rate = spec.get("rate")
+        self.interval_ns: int | None = int(rate["interval_ns"]) if rate else None
+        self.block = int(rate["block"]) if rate else 0
+        self.blocks_due = 0  # blocks whose time has come (written or pending)
+        self.pending = 0  # bytes of due blocks not yet written
+        # When each block's first byte was handed to the socket, minus when it was due.
+        self.written_ns: list[int] = []  # when each block's first byte went to the socket
+        self.sent = 0
+        self.done_ns: int | None = None  # a file's last byte acknowledged
+        self.stats: dict[str, Any] | None = None
+        self.error: str | None = None
+
+    def accept(self) -> bool:
+        try:
+            conn, _peer = self.listener.accept()
+        except (BlockingIOError, InterruptedError):
+            return False
+        self.conn = conn
+        self.accepted_ns = time.monotonic_ns()
+        conn.setblocking(False)
+        # The listener stays open: MP_JOIN SYNs of further subflows arrive on it.
+        return True
+
+    def next_block_ns(self) -> int | None:
+        if self.interval_ns is None or self.accepted_ns is None:
+            return None
+        return self.accepted_ns + self.blocks_due * self.interval_ns
+
+    def wants_to_write(self, now: int) -> bool:
+        if self.conn is None or self.error:
+            return False
+        if self.interval_ns is not None:
+            while (t := self.next_block_ns()) is not None and t <= now:
+                self.blocks_due += 1
+                self.pending += self.block
+            return self.pending > 0
+        return self.total is None or self.sent < self.total
+
+    def write(self) -> None:
+        assert self.conn is not None
+        while True:
+            if self.interval_ns is not None:
+                want = min(self.pending, len(self.chunk))
+            elif self.total is None:
+                want = len(self.chunk)
+            else:
+                want = min(len(self.chunk), self.total - self.sent)
+            if want <= 0:
+                return
+            try:
+                n = self.conn.send(self.chunk[:want])
+            except BlockingIOError:
+                return
+            except OSError as exc:
+                self.error = f"send: {exc}"
+                return
+            if self.interval_ns is not None and self.accepted_ns is not None:
+                # Blocks whose first byte this write carried.
+                now = time.monotonic_ns()
+                b = -(-self.sent // self.block)
+                while b * self.block < self.sent + n:
+                    self.written_ns.append(now)
+                    b += 1
+            self.sent += n
+            if self.interval_ns is not None:
+                self.pending -= n
+                continue
+            if not self.fill:
+                return
+
+    def snapshot(self) -> None:
+        if self.conn is None or self.stats is not None:
+            return
+        try:
+            self.stats = snapshot(self.conn, self.protocol)
+        except OSError as exc:
+            self.error = self.error or f"snapshot: {exc}"
+            self.stats = {"mptcp": None, "subflows": []}
+
+    def report(self, epoch: int) -> dict[str, Any]:
+        def rel(t: int | None) -> float | None:
+            return None if t is None else (t - epoch) / 1e9
+
+        out: dict[str, Any] = {
+            "flow": self.flow,
+            "accepted_s": rel(self.accepted_ns),
+            "acked_s": rel(self.done_ns),
+            "app_bytes_sent": self.sent,
+            "error": self.error,
+            **(self.stats or {"mptcp": None, "subflows": []}),
+        }
+        if self.interval_ns is not None:
+            out["blocks_written"] = self.blocks_due
+            out["block_written_s"] = [round((t - epoch) / 1e9, 7) for t in self.written_ns]
+            # How late each block went out after it was due (the application's own lateness).
+            assert self.accepted_ns is not None or not self.written_ns
+            lag = sorted(
+                t - (self.accepted_ns or 0) - b * self.interval_ns
+                for b, t in enumerate(self.written_ns)
+            )
+            out["block_write_lag_ms"] = (
+                {
+                    "p50": lag[len(lag) // 2] / 1e6,
+                    "p99": lag[min(len(lag) - 1, len(lag) * 99 // 100)] / 1e6,
+                    "max": lag[-1] / 1e6,
+                }
+                if lag
+                else None
+            )
+        return out
+
+
+# A rate-limited application polls for this long before a block is due, instead of sleeping.
+SPIN_S = 0.002
+
+
+def _realtime(spec: dict[str, Any]) -> None:
+    """SCHED_FIFO below the emulator's link threads (priority 10), when the spec asks: a
+    rate-limited application's blocks are timed to the millisecond, and a process of the
+    normal scheduler wakes late by milliseconds on a busy machine."""
+    prio = int(spec.get("rt_priority") or 0)
+    if prio > 0:
+        with contextlib.suppress(OSError, AttributeError):
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(prio))
+
+
 def serve(args: argparse.Namespace) -> dict[str, Any]:
-    listener = _socket(args.protocol, args.congestion)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind((args.addr, args.port))
-    listener.listen(4)
+    spec = json.loads(open(args.spec).read())  # noqa: SIM115 - read once
+    _realtime(spec)
+    conns = spec["connections"]
+    senders = [Sender(c, spec["addr"], max(16, len(conns))) for c in conns]
+    main = senders[0]
     _emit({"listening": True})
-    args.epoch = args.epoch or _read_epoch()
-    deadline = args.epoch + args.duration
-    listener.settimeout(max(1.0, (deadline - time.monotonic_ns()) / 1e9))
-    conn, peer = listener.accept()
-    # The listener stays open: MP_JOIN SYNs of further subflows arrive on it.
-    accepted = (time.monotonic_ns() - args.epoch) / 1e9
-    conn.setblocking(False)
-    fill = args.chunk == 0
-    chunk = memoryview(bytes(FILL_BLOCK if fill else args.chunk))
-    total = args.size if args.workload == "file" else None
-    sent = 0
-    error = None
+    epoch = _read_epoch()
+    deadline = epoch + int(spec["duration_ns"])
+    sample_ns = int(spec.get("sample_ns", 100_000_000))
     samples: list[list[Any]] = []
-    next_sample = time.monotonic_ns()
+    next_sample = epoch
+    error = None
+    by_listener = {s.listener.fileno(): s for s in senders}
     try:
-        while (now := time.monotonic_ns()) < deadline and (total is None or sent < total):
-            if now >= next_sample:
-                samples.append(_sample(conn, args.protocol, (now - args.epoch) / 1e9))
-                next_sample += args.sample
-            wait = min(0.05, (min(deadline, next_sample) - now) / 1e9)
-            _, writable, _ = select.select([], [conn], [], max(0.0, wait))
-            # A filling writer sends until the socket refuses: its buffer is then full.
-            while writable and (total is None or sent < total):
-                want = len(chunk) if total is None else min(len(chunk), total - sent)
-                try:
-                    sent += conn.send(chunk[:want])
-                except BlockingIOError:
-                    break
-                writable = fill
-        # A file: wait for the last byte's acknowledgement, then report.
-        while (
-            total is not None and time.monotonic_ns() < deadline and not _acked(conn, args.protocol)
-        ):
-            time.sleep(0.002)
+        while (now := time.monotonic_ns()) < deadline:
+            if main.conn is not None and now >= next_sample:
+                samples.append(_sample(main.conn, main.protocol, (now - epoch) / 1e9))
+                next_sample += sample_ns
+            # Files whose last byte is acknowledged: their kernel view, once.
+            for s in senders:
+                if (
+                    s.conn is not None
+                    and s.total is not None
+                    and s.done_ns is None
+                    and s.sent >= s.total
+                    and _acked(s.conn, s.protocol)
+                ):
+                    s.done_ns = time.monotonic_ns()
+                    s.snapshot()
+            if all(s.done_ns is not None for s in senders):
+                break
+            waiting = [s.listener for s in senders if s.conn is None]
+            writers = [s for s in senders if s.wants_to_write(now)]
+            wake = [deadline, next_sample if main.conn is not None else deadline]
+            wake += [t for s in senders if (t := s.next_block_ns()) is not None and t > now]
+            # Unacknowledged files are polled every 2 ms (no event tells their last ACK).
+            if any(s.total is not None and s.done_ns is None and s.sent >= s.total
+                   for s in senders):  # fmt: skip
+                wake.append(now + 2_000_000)
+            wait = max(0.0, min(0.05, (min(wake) - now) / 1e9))
+            if any(s.interval_ns is not None for s in senders) and wait < SPIN_S:
+                # A block is due within the spin margin: poll until it is (a sleeping
+                # process wakes late by up to milliseconds on a busy machine).
+                wait = 0.0
+            readable, writable, _ = select.select(
+                waiting, [s.conn for s in writers if s.conn is not None], [], wait
+            )
+            for sock in readable:
+                by_listener[sock.fileno()].accept()
+            ready = {sock.fileno() for sock in writable}
+            for s in writers:
+                if s.conn is not None and s.conn.fileno() in ready:
+                    s.write()
     except OSError as exc:
-        error = f"send: {exc}"
-    stats = None
-    try:
-        stats = snapshot(conn, args.protocol)
-    except OSError as exc:
-        error = error or f"snapshot: {exc}"
-    congestion = congestion_in_use(args.port)
-    done = (time.monotonic_ns() - args.epoch) / 1e9
-    if total is None:
-        # Let the client take its own snapshot first, then reset rather than drain the
-        # buffers; a reset from the client could otherwise tear the subflows down early.
-        time.sleep(args.grace)
-        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    conn.close()
-    listener.close()
+        error = f"serve: {exc}"
+    for s in senders:
+        s.snapshot()
+    congestion = congestion_in_use(int(conns[0]["port"]))
+    done = (time.monotonic_ns() - epoch) / 1e9
+    # Let the client take its own snapshot first, then reset the bulk transfers rather than
+    # drain the buffers (a reset from the client could tear the subflows down early).
+    if any(s.total is None and s.conn is not None for s in senders):
+        time.sleep(float(spec.get("grace_s", 0.3)))
+    for s in senders:
+        if s.conn is not None:
+            if s.total is None:
+                with contextlib.suppress(OSError):
+                    s.conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            s.conn.close()
+        s.listener.close()
+    main_report = main.report(epoch)
     return {
         "role": "server",
-        "peer": f"{peer[0]}:{peer[1]}",
-        "accepted_s": accepted,
+        "accepted_s": main_report["accepted_s"],
         "done_s": done,
-        "app_bytes_sent": sent,
+        "app_bytes_sent": main.sent,
         "congestion_in_use": congestion,
         "samples": samples,
-        "error": error,
-        **(stats or {"mptcp": None, "subflows": []}),
+        "error": error or main.error,
+        "mptcp": main_report["mptcp"],
+        "subflows": main_report["subflows"],
+        "blocks_written": main_report.get("blocks_written"),
+        "block_written_s": main_report.get("block_written_s"),
+        "block_write_lag_ms": main_report.get("block_write_lag_ms"),
+        "flows": [s.report(epoch) for s in senders],
     }
 
 
+class Receiver:
+    """One connection of the client: it connects at its start and reads until its file is
+    complete or the run ends. The main connection (flow 0) also keeps a timeline, its
+    longest stall and, for a rate-limited application, when each block's last byte came."""
+
+    def __init__(self, spec: dict[str, Any], addr: str, epoch: int) -> None:
+        self.spec = spec
+        self.flow = int(spec["flow"])
+        self.protocol = str(spec["protocol"])
+        self.start_ns = epoch + int(spec["start_ns"])
+        self.addr = (addr, int(spec["port"]))
+        self.total: int | None = spec.get("size")
+        rate = spec.get("rate")
+        self.block = int(rate["block"]) if rate else 0
+        self.block_done_ns: list[int] = []
+        self.sock: socket.socket | None = None
+        self.syn_ns: int | None = None
+        self.connected_ns: int | None = None
+        self.received = 0
+        self.completion_ns: int | None = None
+        self.closed = False
+        self.error: str | None = None
+        self.last_read: int | None = None
+        self.stall = (0, 0)
+        self.stats: dict[str, Any] | None = None
+
+    def open(self) -> None:
+        sock = _socket(self.protocol, str(self.spec["congestion"]))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((str(self.spec["bind"]), 0))
+        sock.setblocking(False)
+        self.syn_ns = time.monotonic_ns()
+        err = sock.connect_ex(self.addr)
+        if err not in (0, errno.EINPROGRESS):
+            self.error = f"connect: {os.strerror(err)}"
+        self.sock = sock
+
+    def on_writable(self) -> None:
+        assert self.sock is not None
+        err = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if err:
+            self.error = f"connect: {os.strerror(err)}"
+            return
+        self.connected_ns = time.monotonic_ns()
+
+    def on_readable(self, buf: bytearray) -> None:
+        assert self.sock is not None
+        while True:
+            try:
+                n = self.sock.recv_into(buf)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                self.error = f"recv: {exc}"
+                return
+            if n == 0:
+                self.closed = True
+                return
+            self.received += n
+            now = time.monotonic_ns()
+            if self.last_read is not None and now - self.last_read > self.stall[0]:
+                self.stall = (now - self.last_read, self.last_read)
+            self.last_read = now
+            while self.block and self.received >= (len(self.block_done_ns) + 1) * self.block:
+                self.block_done_ns.append(now)
+            if self.total is not None and self.received >= self.total:
+                self.completion_ns = now
+                return
+
+    @property
+    def active(self) -> bool:
+        return (
+            self.sock is not None
+            and self.error is None
+            and not self.closed
+            and self.completion_ns is None
+        )
+
+    def snapshot(self) -> None:
+        if self.sock is None or self.stats is not None or self.closed or self.error:
+            return
+        try:
+            self.stats = snapshot(self.sock, self.protocol)
+        except OSError as exc:
+            self.error = f"snapshot: {exc}"
+
+    def report(self, epoch: int, end: int) -> dict[str, Any]:
+        def rel(t: int | None) -> float | None:
+            return None if t is None else (t - epoch) / 1e9
+
+        stall = self.stall
+        waiting = None if self.last_read is None else end - self.last_read
+        if self.completion_ns is None and waiting is not None and waiting > stall[0]:
+            stall = (waiting, self.last_read)  # still waiting at the end
+        return {
+            "flow": self.flow,
+            "syn_s": rel(self.syn_ns),
+            "connected_s": rel(self.connected_ns),
+            "bytes_received": self.received,
+            "completion_s": rel(self.completion_ns),
+            "longest_stall_s": stall[0] / 1e9,
+            "longest_stall_at_s": rel(stall[1]) if self.last_read is not None else None,
+            "error": self.error,
+        }
+
+
 def receive(args: argparse.Namespace) -> dict[str, Any]:
-    sock = _socket(args.protocol, args.congestion)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((args.bind, 0))
-    if not args.epoch:
-        _emit({"ready": True})
-        args.epoch = _read_epoch()
-    _sleep_until(args.epoch)
-    start = time.monotonic_ns()
-    sock.settimeout(max(1.0, args.duration / 1e9))
-    error = None
-    try:
-        sock.connect((args.addr, args.port))
-    except OSError as exc:
-        return {"role": "client", "error": f"connect: {exc}", "subflows": [], "mptcp": None}
-    connected = (time.monotonic_ns() - args.epoch) / 1e9
-    sock.setblocking(False)
-    deadline = args.epoch + args.duration
-    total = args.size if args.workload == "file" else None
+    spec = json.loads(open(args.spec).read())  # noqa: SIM115 - read once
+    _realtime(spec)
+    _emit({"ready": True})
+    epoch = _read_epoch()
+    deadline = epoch + int(spec["duration_ns"])
+    sample_ns = int(spec.get("sample_ns", 100_000_000))
+    receivers = [Receiver(c, spec["addr"], epoch) for c in spec["connections"]]
+    main = receivers[0]
+    # Flows drawn to start after the end never start (the simulator's unfinished ones).
+    waiting = sorted((r for r in receivers if r.start_ns < deadline), key=lambda r: r.start_ns)
     buf = bytearray(1 << 20)
-    received = 0
-    completion = None
     timeline: list[tuple[float, int]] = []
-    next_sample = args.epoch + args.sample
-    closed = False
-    last_read: int | None = None
-    stall = (0, 0)  # (ns, when it began)
+    next_sample = epoch + sample_ns
+    _sleep_until(epoch)
+    files = [r for r in receivers if r.total is not None]
+    bulk = any(r.total is None for r in receivers)
     while (now := time.monotonic_ns()) < deadline:
+        while waiting and waiting[0].start_ns <= now:
+            waiting.pop(0).open()
         if now >= next_sample:
-            timeline.append((round((now - args.epoch) / 1e9, 4), received))
-            next_sample += args.sample
-        wait = min(deadline, next_sample) - now
-        readable, _, _ = select.select([sock], [], [], max(0.0, wait / 1e9))
-        if not readable:
-            continue
-        try:
-            n = sock.recv_into(buf)
-        except BlockingIOError:
-            continue
-        except OSError as exc:
-            error = f"recv: {exc}"
+            timeline.append((round((now - epoch) / 1e9, 4), main.received))
+            next_sample += sample_ns
+        if not bulk and not waiting and all(r.completion_ns is not None for r in files):
             break
-        if n == 0:
-            closed = True
-            break
-        received += n
-        # The longest time the application read nothing: a failure's stall.
-        read_at = time.monotonic_ns()
-        if last_read is not None and read_at - last_read > stall[0]:
-            stall = (read_at - last_read, last_read)
-        last_read = read_at
-        if total is not None and received >= total:
-            completion = (time.monotonic_ns() - args.epoch) / 1e9
-            break
-    if completion is None and last_read is not None and deadline - last_read > stall[0]:
-        stall = (deadline - last_read, last_read)  # still waiting at the end
-    stats = None
-    if not closed and error is None:
-        try:
-            stats = snapshot(sock, args.protocol)
-        except OSError as exc:
-            error = f"snapshot: {exc}"
+        # The main connection's view is taken as it finishes its file (the others' as the
+        # run ends), before the server closes.
+        if main.completion_ns is not None:
+            main.snapshot()
+        active = [r for r in receivers if r.active]
+        wake = [deadline, next_sample] + ([waiting[0].start_ns] if waiting else [])
+        wait = max(0.0, (min(wake) - now) / 1e9)
+        connecting = [r.sock for r in active if r.connected_ns is None]
+        readable, writable, _ = select.select(
+            [r.sock for r in active if r.connected_ns is not None], connecting, [], wait
+        )
+        by_fd = {r.sock.fileno(): r for r in active if r.sock is not None}
+        for sock in writable:
+            by_fd[sock.fileno()].on_writable()
+        for sock in readable:
+            by_fd[sock.fileno()].on_readable(buf)
+    end = time.monotonic_ns()
+    for r in receivers:
+        r.snapshot()
     # Drain until the server closes (it resets a bulk transfer, closes a file normally).
-    sock.setblocking(True)
-    sock.settimeout(args.grace + 5.0)
-    with contextlib.suppress(OSError):
-        while sock.recv_into(buf):
-            pass
-    sock.close()
+    for r in receivers:
+        if r.sock is None:
+            continue
+        r.sock.setblocking(True)
+        r.sock.settimeout(0.05 if r is not main else float(spec.get("grace_s", 0.3)) + 5.0)
+        with contextlib.suppress(OSError):
+            while r.sock.recv_into(buf):
+                pass
+        r.sock.close()
+    report = main.report(epoch, end)
     return {
         "role": "client",
-        "start_lag_s": (start - args.epoch) / 1e9,
-        "connected_s": connected,
-        "bytes_received": received,
-        "completion_s": completion,
+        "start_lag_s": (main.syn_ns - epoch) / 1e9 if main.syn_ns else None,
+        "connected_s": report["connected_s"],
+        "bytes_received": main.received,
+        "completion_s": report["completion_s"],
         "timeline": timeline,
-        "longest_stall_s": stall[0] / 1e9,
-        "longest_stall_at_s": (stall[1] - args.epoch) / 1e9 if last_read is not None else None,
-        "error": error,
-        **(stats or {"mptcp": None, "subflows": []}),
+        "longest_stall_s": report["longest_stall_s"],
+        "longest_stall_at_s": report["longest_stall_at_s"],
+        "error": main.error,
+        "block_done_s": [(t - epoch) / 1e9 for t in main.block_done_ns],
+        "end_s": (end - epoch) / 1e9,
+        "flows": [r.report(epoch, end) for r in receivers],
+        **(main.stats or {"mptcp": None, "subflows": []}),
     }
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m mpsched.testbed.loadgen")
     parser.add_argument("role", choices=("server", "client"))
-    parser.add_argument("--protocol", choices=("mptcp", "tcp"), default="mptcp")
-    parser.add_argument("--addr", required=True, help="the server's address")
-    parser.add_argument("--port", type=int, default=5201)
-    parser.add_argument("--bind", default="0.0.0.0", help="the client's address")  # noqa: S104
-    parser.add_argument("--congestion", default="cubic")
-    parser.add_argument("--workload", choices=("bulk", "file"), default="bulk")
-    parser.add_argument("--size", type=int, default=0)
     parser.add_argument(
-        "--chunk",
-        type=int,
-        default=WRITE_CHUNK,
-        help="bytes written each time writable (0: until the buffer is full)",
+        "--spec",
+        required=True,
+        help="the run's connections as JSON (see mpsched.testbed.run.connections)",
     )
-    parser.add_argument(
-        "--epoch", type=int, default=0, help="time zero, monotonic ns (0: read it from stdin)"
-    )
-    parser.add_argument("--duration", type=int, required=True, help="ns")
-    parser.add_argument("--sample", type=int, default=100_000_000, help="timeline step, ns")
-    parser.add_argument("--grace", type=float, default=0.3, help="s before a bulk reset")
     args = parser.parse_args(argv)
     _emit(serve(args) if args.role == "server" else receive(args))
 

@@ -28,6 +28,7 @@ __all__ = [
     "client_addr",
     "emulator_command",
     "leftovers",
+    "mptcp_path_set",
     "netns_inode",
     "read_line",
 ]
@@ -43,6 +44,20 @@ class Interrupted(KeyboardInterrupt):
 
 def client_addr(path: int) -> str:
     return f"10.10.{path}.2"
+
+
+def mptcp_path_set(config: Mapping[str, Any]) -> list[int]:
+    """The paths the client's MPTCP connections use, in order: the main connection's if it is
+    MPTCP, else the MPTCP flows' (the kernel's path manager joins every endpoint for every
+    connection of the host, so they must be one set; ``check_kernel_support`` says so).
+    Empty without MPTCP."""
+    n = len(config["paths"])
+    if config["protocol"] == "mptcp":
+        return list(range(int(config.get("main_paths") or n)))
+    for f in config.get("flows") or []:
+        if f["protocol"] == "mptcp":
+            return [int(p) for p in f["paths"]]
+    return []
 
 
 def emulator_command() -> list[str]:
@@ -185,6 +200,9 @@ class Testbed:
         self.netns_inodes: list[int] = []
         self._children: list[subprocess.Popen[str]] = []
         self._tmp = Path(tempfile.mkdtemp(prefix=f"mpsemu-{self.run_id}-"))
+        # Paths whose address is an MPTCP `subflow` endpoint (every MPTCP connection of the
+        # client joins them); the first connects the connections.
+        self.mptcp_paths = mptcp_path_set(self.config)
         self._signals: dict[int, Any] = {}
 
     # Device names fit IFNAMSIZ (15): "me" + 6 hex digits + side + path index.
@@ -223,6 +241,11 @@ class Testbed:
             signal.signal(sig, handler)
         self._signals.clear()
 
+    @property
+    def workdir(self) -> Path:
+        """A directory of the run's own, removed with it."""
+        return self._tmp
+
     # -- construction --
 
     def _sysctls(self) -> dict[str, str]:
@@ -241,7 +264,7 @@ class Testbed:
         # the host's tcp_allowed_congestion_control (EPERM otherwise), and starts with the
         # host's default (bbr, say). The load generator sets TCP_CONGESTION on its sockets,
         # which MPTCP applies to every subflow; the summary reports what the subflows used.
-        if self.protocol == "mptcp":
+        if self.mptcp_paths:
             values["net.mptcp.enabled"] = "1"
             values["net.mptcp.scheduler"] = self.kernel_scheduler
         return values
@@ -282,12 +305,12 @@ class Testbed:
                     "pref", str(1000 + p))  # fmt: skip
         self.ip(self.client_ns, "route", "add", f"{SERVER_ADDR}/32", "dev", self.client_dev(0),
                 "src", client_addr(0))  # fmt: skip
-        if self.protocol == "mptcp":
-            limit = str(min(8, max(n, 1)))
+        if self.mptcp_paths:
+            limit = str(min(8, max(len(self.mptcp_paths), 1)))
             for ns in (self.client_ns, self.server_ns):
                 self.ip(ns, "mptcp", "limits", "set", "subflow", limit, "add_addr_accepted", limit)
-            for p in range(n):
-                if p > 0:
+            for p in self.mptcp_paths:
+                if p != self.mptcp_paths[0]:
                     self._add_endpoint(p)
                 elif self.paths[p].get("backup"):
                     # The first subflow's MP_CAPABLE asks for backup priority through the

@@ -20,41 +20,15 @@ from .kernel import (
     missing_capabilities,
     timer_phase_ns,
 )
-from .netns import PORT, SERVER_ADDR, Testbed, client_addr, read_line
+from .netns import SERVER_ADDR, Testbed, read_line
+from .spec import connections
 from .summary import summarize
 
 __all__ = ["emulate"]
 
 
-def _loadgen(bed: Testbed, role: str, epoch_ns: int | None = None) -> subprocess.Popen[str]:
-    cfg = bed.config
-    workload = cfg["workload"]
-    argv = [
-        sys.executable,
-        str(Path(__file__).with_name("loadgen.py")),
-        role,
-        "--protocol",
-        bed.protocol,
-        "--addr",
-        SERVER_ADDR,
-        "--port",
-        str(PORT),
-        "--workload",
-        workload["kind"],
-        "--size",
-        str(workload.get("size_bytes", 0)),
-        "--duration",
-        str(cfg["duration_ns"]),
-        "--epoch",
-        str(epoch_ns or 0),
-        "--congestion",
-        str(cfg["congestion"]),
-    ]
-    if "write_chunk_bytes" in cfg:
-        # None: the scenario's "fill" writer.
-        argv += ["--chunk", str(cfg["write_chunk_bytes"] or 0)]
-    if role == "client":
-        argv += ["--bind", client_addr(0)]
+def _loadgen(bed: Testbed, role: str, spec: Path) -> subprocess.Popen[str]:
+    argv = [sys.executable, str(Path(__file__).with_name("loadgen.py")), role, "--spec", str(spec)]
     return bed.spawn(bed.server_ns if role == "server" else bed.client_ns, argv)
 
 
@@ -118,10 +92,23 @@ def emulate(
         header_trace=HEADER_TRACE_ROWS if header_trace else 0,
         pcap=pcap,
     ) as bed:
-        server = _loadgen(bed, "server")
+        spec = bed.workdir / "connections.json"
+        spec.write_text(
+            json.dumps(
+                {
+                    "addr": SERVER_ADDR,
+                    "duration_ns": config["duration_ns"],
+                    "connections": connections(config),
+                    # Blocks timed to the millisecond: the application runs at real-time
+                    # priority, below the link threads'.
+                    "rt_priority": 5 if config["workload"]["kind"] == "rate" and rt_priority else 0,
+                }
+            )
+        )
+        server = _loadgen(bed, "server", spec)
         assert server.stdout is not None
         read_line(server.stdout, 15.0, server, "load generator (server)")
-        client = _loadgen(bed, "client")
+        client = _loadgen(bed, "client", spec)
         assert client.stdout is not None and client.stdin is not None
         assert server.stdin is not None
         # Both sides wait for the epoch on stdin; the client connects at it.

@@ -1,0 +1,222 @@
+"""The model against the kernel where connections compete (issue 30, acceptance 1 and 2): each
+repetition runs in the simulator (``mpsched run``) and on the kernel (``mpsched emulate``) with
+the same scenario, and the table compares what the acceptance names.
+
+    python docs/experiments/kernel_flows.py rfc6356 --out runs/kernel-rfc6356
+    python docs/experiments/kernel_flows.py short-flows --out runs/kernel-short-flows
+    python docs/experiments/kernel_flows.py rate-app --out runs/kernel-rate-app
+
+``rfc6356-tcp`` (a TCP connection in the MPTCP one's place) and ``short-flows-dense`` (the
+flows arriving ten times as often) are controls. ``windows KERNEL_DIR MODEL_DIR`` compares the
+main connection's subflows' windows in an ``mpsched emulate --out`` and an ``mpsched run --out``.
+
+Each run's summary goes to ``OUT/{model,kernel}-{i}.json``; ``--resume`` keeps those already
+there, ``--table`` only prints the table of what is there. Needs root (the kernel testbed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from mpsched import api, load, to_native
+from mpsched.testbed import emulate
+
+ROOT = Path(__file__).resolve().parents[2]
+PHASES = ("137ms", "274ms", "411ms", "548ms", "685ms")
+
+
+def _ratio(s: dict[str, Any]) -> float:
+    """The MPTCP connection's goodput over the TCP flow's."""
+    mptcp, tcp = s["flows"][0], s["flows"][1]
+    return mptcp["goodput_mbps"] / tcp["goodput_mbps"]
+
+
+EXPERIMENTS: dict[str, dict[str, Any]] = {
+    # RFC 6356's set-up (docs/experiments/shared-bottleneck.md): two subflows and one TCP flow
+    # through one 20 Mbit/s bottleneck; upstream's scheduler, uncoupled CUBIC on both; the TCP
+    # flow starting at the sweep's five phases.
+    "rfc6356": {
+        "scenario": "python/mpsched/experiments/rfc6356-base.toml",
+        "set": {
+            "connection.scheduler": "linux",
+            "connection.congestion": "cubic",
+            "flow.0.congestion": "cubic",
+            "duration": "60s",
+        },
+        "reps": [{"flow.0.start": p} for p in PHASES],
+        "metrics": {
+            "MPTCP Mbit/s": lambda s: s["flows"][0]["goodput_mbps"],
+            "TCP Mbit/s": lambda s: s["flows"][1]["goodput_mbps"],
+            "MPTCP/TCP": _ratio,
+        },
+    },
+    # The control: the same with a TCP connection (on path a) in place of the MPTCP one.
+    "rfc6356-tcp": {
+        "scenario": "python/mpsched/experiments/rfc6356-base.toml",
+        "set": {
+            "connection.protocol": "tcp",
+            "connection.congestion": "cubic",
+            "flow.0.congestion": "cubic",
+            "duration": "60s",
+        },
+        "reps": [{"flow.0.start": p} for p in PHASES],
+        "metrics": {
+            "TCP a Mbit/s": lambda s: s["flows"][0]["goodput_mbps"],
+            "TCP Mbit/s": lambda s: s["flows"][1]["goodput_mbps"],
+            "a/TCP": _ratio,
+        },
+    },
+    "short-flows": {
+        "scenario": "scenarios/short-flows.toml",
+        "set": {"connection.scheduler": "linux"},
+        "reps": [{"seed": k} for k in range(1, 6)],
+        "metrics": {
+            "mean FCT ms": lambda s: s["mean_flow_completion_s"] * 1e3,
+            "unfinished": lambda s: s["unfinished_flows"],
+        },
+    },
+    # The same flows arriving ten times as fast (one every 5 ms): most of them at once.
+    "short-flows-dense": {
+        "scenario": "scenarios/short-flows.toml",
+        "set": {"connection.scheduler": "linux", "flow.0.interval": "5ms"},
+        "reps": [{"seed": k} for k in range(1, 6)],
+        "metrics": {
+            "mean FCT ms": lambda s: s["mean_flow_completion_s"] * 1e3,
+            "unfinished": lambda s: s["unfinished_flows"],
+        },
+    },
+    "rate-app": {
+        "scenario": "scenarios/rate-app.toml",
+        "set": {"connection.scheduler": "linux"},
+        "reps": [{"seed": k} for k in range(1, 6)],
+        "metrics": {
+            "blocks": lambda s: s["blocks_delivered"],
+            "block p50 ms": lambda s: s["block_delay_ms"]["p50"],
+            "block p99 ms": lambda s: s["block_delay_ms"]["p99"],
+        },
+    },
+}
+
+
+def _run(name: str, out: Path, resume: bool) -> None:
+    exp = EXPERIMENTS[name]
+    out.mkdir(parents=True, exist_ok=True)
+    for i, rep in enumerate(exp["reps"]):
+        overrides = {**exp["set"], **rep}
+        for side in ("model", "kernel"):
+            path = out / f"{side}-{i}.json"
+            if resume and path.exists():
+                continue
+            scenario = load(ROOT / exp["scenario"], overrides)
+            model = side == "model"
+            summary = api.run(scenario).summary if model else emulate(to_native(scenario))
+            summary["overrides"] = overrides
+            path.write_text(json.dumps(summary) + "\n")
+            print(f"{path}: done", flush=True)
+
+
+def _table(name: str, out: Path) -> None:
+    exp = EXPERIMENTS[name]
+    metrics: dict[str, Callable[[dict[str, Any]], float]] = exp["metrics"]
+    runs: dict[str, list[dict[str, Any]]] = {"model": [], "kernel": []}
+    for i in range(len(exp["reps"])):
+        for side in runs:
+            path = out / f"{side}-{i}.json"
+            if path.exists():
+                runs[side].append(json.loads(path.read_text()))
+    n = min(len(runs["model"]), len(runs["kernel"]))
+    head = ["rep", *(f"{m} {side}" for m in metrics for side in ("model", "kernel"))]
+    print("| " + " | ".join(head) + " |")
+    print("|" + " --- |" * len(head))
+    for i in range(n):
+        cells = [", ".join(f"{k}={v}" for k, v in exp["reps"][i].items())]
+        for f in metrics.values():
+            cells += [f"{f(runs['model'][i]):.3f}", f"{f(runs['kernel'][i]):.3f}"]
+        print("| " + " | ".join(cells) + " |")
+    cells = ["mean"]
+    means = {}
+    for m, f in metrics.items():
+        for side in ("model", "kernel"):
+            means[m, side] = statistics.fmean(f(s) for s in runs[side][:n])
+            cells.append(f"{means[m, side]:.3f}")
+    print("| " + " | ".join(cells) + " |")
+    print()
+    for m in metrics:
+        k = means[m, "kernel"]
+        if k:
+            print(f"{m}: model / kernel = {means[m, 'model'] / k:.3f} (means over {n} repetitions)")
+    if name.startswith("rfc6356"):
+        # The page's measure: the ratio of the mean goodputs over the phases.
+        for side in ("model", "kernel"):
+            first = next(iter(metrics))
+            r = means[first, side] / means["TCP Mbit/s", side]
+            print(f"{side}: mean {first} / mean TCP Mbit/s = {r:.3f}")
+        # Where the shares part: each connection's data packets dropped (all at the
+        # bottleneck) per packet sent, over the repetitions.
+        for side in ("model", "kernel"):
+            rates = []
+            for k in (0, 1):
+                flows = [s["flows"][k] for s in runs[side][:n]]
+                drops, sent = (
+                    sum(f[key] for f in flows) for key in ("queue_drops", "packets_sent")
+                )
+                rates.append(f"flow {k} {drops} of {sent} ({100 * drops / sent:.3f}%)")
+            print(f"{side}: dropped {', '.join(rates)}")
+
+
+def windows(kernel: Path, model: Path, after_s: float = 5.0) -> None:
+    """The main connection's subflows' mean congestion window (segments) and smoothed RTT
+    after ``after_s``: the kernel's from the server's ``TCP_INFO`` samples (every 100 ms,
+    ``raw/server.json`` of ``mpsched emulate --out``), the model's from its ``subflows``
+    trace (``mpsched run --out``)."""
+    import pyarrow.parquet as pq
+
+    sampled = ("snd_cwnd", "snd_ssthresh", "rtt_us")
+    server = json.loads((kernel / "raw" / "server.json").read_text())
+    by: dict[str, list[tuple[float, float]]] = {}
+    for t, rows, _buffer in server["samples"]:
+        for row in rows if t >= after_s else []:
+            d = dict(zip(sampled, row[1:4], strict=True))
+            by.setdefault(str(row[0]).split(":")[0], []).append((d["snd_cwnd"], d["rtt_us"] / 1e3))
+    for addr, v in sorted(by.items()):
+        cwnd, rtt = statistics.fmean(c for c, _ in v), statistics.fmean(r for _, r in v)
+        print(f"kernel subflow from {addr}: cwnd {cwnd:.1f} segments, srtt {rtt:.1f} ms")
+    trace = pq.read_table(model / "subflows.parquet").to_pandas()
+    trace = trace[trace["t_ns"] >= after_s * 1e9]
+    for sf, rows in trace.groupby("subflow"):
+        cwnd, rtt = rows["cwnd_segments"].mean(), rows["srtt_ns"].mean() / 1e6
+        print(f"model subflow {sf}: cwnd {cwnd:.1f} segments, srtt {rtt:.1f} ms")
+    for side, out in (("kernel", kernel), ("model", model)):
+        flows = json.loads((out / "summary.json").read_text()).get("flows") or []
+        rates = ", ".join(f"flow {f['flow']} {f['goodput_mbps']:.2f}" for f in flows)
+        print(f"{side} goodput (Mbit/s): {rates}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("experiment", choices=[*sorted(EXPERIMENTS), "windows"])
+    parser.add_argument(
+        "dirs", nargs="*", type=Path, help="windows: the kernel's and the model's --out DIR"
+    )
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--resume", action="store_true", help="keep the runs already in OUT")
+    parser.add_argument("--table", action="store_true", help="only print the table")
+    args = parser.parse_args()
+    if args.experiment == "windows":
+        kernel, model = args.dirs
+        windows(kernel, model)
+        return
+    if args.out is None:
+        parser.error("--out DIR is needed")
+    if not args.table:
+        _run(args.experiment, args.out, args.resume)
+    _table(args.experiment, args.out)
+
+
+if __name__ == "__main__":
+    main()
