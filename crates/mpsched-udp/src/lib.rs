@@ -5,7 +5,7 @@
 //!   `aead`: the negotiated AEAD (AES-128-GCM or ChaCha20-Poly1305) and its key epochs.
 //! - `secret`: the pre-shared secret (random, base64 or hex, wiped after use).
 //! - `replay`, `amplify`: replayed datagrams refused; at most 3x toward an unproven peer.
-//! - `admit`: replayed Initials refused, cookies under load.
+//! - `admit`: replayed Initials refused, cookies under load; `drops`: what was dropped, by why.
 //! - `server`, `client`: the two ends, sans-IO, each running the core (`Sender`, `Receiver`).
 //! - `convert`: the core's packets as frames; `source`: the bytes the server sends.
 
@@ -17,6 +17,7 @@ mod batch;
 pub mod client;
 pub mod convert;
 pub mod driver;
+pub mod drops;
 pub mod halves;
 mod path;
 mod pool;

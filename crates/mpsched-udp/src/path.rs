@@ -3,7 +3,7 @@
 //! held while a move is checked, and the largest datagram the path takes.
 
 use crate::amplify::Budget;
-use crate::server::Drops;
+use crate::drops::Drops;
 use crate::session::Session;
 use crate::wire::{Frame, HEADER_LEN, IPV6_DATAGRAM, MAX_DATAGRAM, TAG_LEN};
 use mpsched_core::conn::Sender;

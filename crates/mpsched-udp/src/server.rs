@@ -18,8 +18,8 @@ use crate::path::{
 };
 use crate::pool::Pool;
 use crate::session::{
-    cookie_reply, initial_mac1_ok, initial_mac2_ok, reset_datagram, respond, OpenError, Psk,
-    Session, INITIAL_LEN, MAC_LEN, RESET_LEN,
+    cookie_reply, initial_mac1_ok, initial_mac2_ok, reset_datagram, respond, Psk, Session,
+    INITIAL_LEN, MAC_LEN, RESET_LEN,
 };
 use crate::source::{Offset, Source};
 use crate::timing::{DecisionCost, Timed};
@@ -40,8 +40,8 @@ use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-/// Paths (subflows) a connection may open.
-pub const MAX_PATHS: usize = 8;
+pub use crate::drops::Drops;
+pub use crate::wire::MAX_PATHS;
 /// Connections served at once; Initials beyond are dropped.
 pub const MAX_CONNS: usize = 64;
 /// A connection that has heard nothing for this long is forgotten (unless the client asked
@@ -82,42 +82,6 @@ impl Default for ServerConfig {
             max_conns: MAX_CONNS,
             cookie_share: 0.25,
             aead: None,
-        }
-    }
-}
-
-/// Datagrams dropped, by reason: none of them reaches a connection.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Drops {
-    pub malformed: u64,
-    pub unauthenticated: u64,
-    pub replayed: u64,
-    pub unknown_connection: u64,
-    /// Not sent: the address had not proved itself and the budget was spent.
-    pub amplification: u64,
-    pub over_capacity: u64,
-    /// Initials whose clock was too far from the server's (`admit::FRESHNESS`).
-    pub stale: u64,
-    /// Proofs that answered no challenge of theirs (a guess, or from another address).
-    pub failed_proof: u64,
-}
-
-impl Drops {
-    pub fn total(&self) -> u64 {
-        self.malformed
-            + self.unauthenticated
-            + self.replayed
-            + self.unknown_connection
-            + self.over_capacity
-            + self.stale
-            + self.failed_proof
-    }
-
-    fn count(&mut self, e: OpenError) {
-        match e {
-            OpenError::Wire(_) => self.malformed += 1,
-            OpenError::Auth => self.unauthenticated += 1,
-            OpenError::Replay => self.replayed += 1,
         }
     }
 }

@@ -16,9 +16,8 @@
 use crate::aead::{self, Direction, Offer, Opener, Sealer, Suite};
 use crate::replay::ReplayWindow;
 use crate::secret::{derive, Secret};
-use crate::server::MAX_PATHS;
 use crate::wire::{
-    Frame, Header, Kind, WireError, HANDSHAKE_HEADER_LEN, HEADER_LEN, PN_LIMIT, TAG_LEN,
+    Frame, Header, Kind, WireError, HANDSHAKE_HEADER_LEN, HEADER_LEN, MAX_PATHS, PN_LIMIT, TAG_LEN,
 };
 use blake2::digest::consts::U16;
 use blake2::digest::{FixedOutput, KeyInit, Mac};

@@ -13,6 +13,10 @@
 
 use std::fmt;
 
+/// Paths (subflows) a connection may open: frames number their subflow within it and the
+/// handshake derives a connection id for each.
+pub const MAX_PATHS: usize = 8;
+
 /// 2: the handshake bound to version and connection id, per-path connection ids, path
 /// challenges, cookies and resets (issue 28); the AEAD suite negotiated in the handshake and
 /// the clear header authenticated as associated data (issue 29). docs/wire.md.
