@@ -88,7 +88,9 @@ impl EmuConfig {
     /// The scenario, validated as the simulator validates it (the scheduler's name aside: the
     /// kernel's schedulers are not the simulator's).
     pub fn scenario(&self) -> Result<Config, String> {
-        Config::from_json_external_scheduler(&self.scenario.to_string())
+        Ok(Config::from_json_external_scheduler(
+            &self.scenario.to_string(),
+        )?)
     }
 
     /// Every link of the scenario: per path the down link, then the up link, then per shared

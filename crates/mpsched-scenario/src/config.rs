@@ -12,6 +12,56 @@ use mpsched_core::sched;
 use mpsched_core::{Dur, Rate};
 use serde::Deserialize;
 use std::collections::BTreeMap;
+use std::fmt;
+
+/// A scenario refused: the field (as the scenario's JSON names it: `paths[1].down.rate_bps`,
+/// `flows[3].scheduler_params.lambda`) and why. Displayed as `field: reason`; Python's loader
+/// renames the field to the TOML file's key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    pub field: String,
+    pub reason: String,
+}
+
+impl ConfigError {
+    /// The same error about a field inside `outer` (`down` inside `paths[0]`).
+    pub fn within(self, outer: &str) -> ConfigError {
+        ConfigError {
+            field: format!("{outer}.{}", self.field),
+            reason: self.reason,
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "{}: {}", self.field, self.reason)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// For the callers whose own errors are still messages (the simulator's `Result<_, String>`).
+impl From<ConfigError> for String {
+    fn from(e: ConfigError) -> String {
+        e.to_string()
+    }
+}
+
+fn bad(field: impl Into<String>, reason: impl Into<String>) -> ConfigError {
+    ConfigError {
+        field: field.into(),
+        reason: reason.into(),
+    }
+}
+
+/// A scheduler that cannot be built, as the field of table `owner` it is about.
+fn build_error(owner: &str, e: sched::BuildError) -> ConfigError {
+    match e {
+        sched::BuildError::UnknownScheduler(m) => bad(format!("{owner}.scheduler"), m),
+        sched::BuildError::Param(p) => bad(format!("{owner}.scheduler_params.{}", p.key), p.reason),
+    }
+}
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -128,11 +178,12 @@ impl StackName {
     /// relies on upstream's connection-level retransmission to get it past a subflow that
     /// stopped working; the out-of-tree stack has neither, so the mixture, which no kernel
     /// runs, would strand what a dead subflow's queue holds.
-    pub fn admits(self, scheduler: &str, field: &str) -> Result<(), String> {
+    pub fn admits(self, scheduler: &str, field: &str) -> Result<(), ConfigError> {
         if self == StackName::OutOfTree && scheduler == "linux" {
-            return Err(format!(
-                "{field}: 'linux' is upstream Linux's scheduler and runs on stack = \"upstream\" \
-                 only (the out-of-tree stack's default is 'default')"
+            return Err(bad(
+                field,
+                "'linux' is upstream Linux's scheduler and runs on stack = \"upstream\" \
+                 only (the out-of-tree stack's default is 'default')",
             ));
         }
         Ok(())
@@ -321,15 +372,16 @@ pub struct Change {
 fn typed_params(
     params: &BTreeMap<String, serde_json::Value>,
     owner: &str,
-) -> Result<sched::SchedParams, String> {
+) -> Result<sched::SchedParams, ConfigError> {
     let mut p = sched::SchedParams::new();
     for (k, v) in params {
         let v = match v {
             serde_json::Value::Number(n) => sched::ParamValue::Num(n.as_f64().unwrap_or(f64::NAN)),
             serde_json::Value::String(s) => sched::ParamValue::Str(s.clone()),
             other => {
-                return Err(format!(
-                    "{owner}.scheduler_params.{k}: expected a number or a string, got {other}"
+                return Err(bad(
+                    format!("{owner}.scheduler_params.{k}"),
+                    format!("expected a number or a string, got {other}"),
                 ))
             }
         };
@@ -339,7 +391,7 @@ fn typed_params(
 }
 
 impl FlowConfig {
-    pub fn sched_params(&self, index: usize) -> Result<sched::SchedParams, String> {
+    pub fn sched_params(&self, index: usize) -> Result<sched::SchedParams, ConfigError> {
         typed_params(&self.scheduler_params, &format!("flows[{index}]"))
     }
 
@@ -347,36 +399,47 @@ impl FlowConfig {
         CcKind::parse(&self.congestion).expect("validated")
     }
 
-    fn validate(&self, index: usize, n_paths: usize) -> Result<(), String> {
+    fn validate(&self, index: usize, n_paths: usize) -> Result<(), ConfigError> {
         let field = format!("flows[{index}]");
         if CcKind::parse(&self.congestion).is_none() {
-            return Err(format!(
-                "{field}.congestion: unknown congestion control '{}' (known: {})",
-                self.congestion,
-                CcKind::known()
+            return Err(bad(
+                format!("{field}.congestion"),
+                format!(
+                    "unknown congestion control '{}' (known: {})",
+                    self.congestion,
+                    CcKind::known()
+                ),
             ));
         }
         if self.size_bytes == Some(0) {
-            return Err(format!("{field}.size_bytes: must be > 0"));
+            return Err(bad(format!("{field}.size_bytes"), "must be > 0"));
         }
         if self.paths.is_empty() {
-            return Err(format!("{field}.paths: at least one path is needed"));
+            return Err(bad(format!("{field}.paths"), "at least one path is needed"));
         }
         if self.protocol == Protocol::Tcp && self.paths.len() != 1 {
-            return Err(format!("{field}.paths: a TCP flow uses exactly one path"));
+            return Err(bad(
+                format!("{field}.paths"),
+                "a TCP flow uses exactly one path",
+            ));
         }
         for (j, &p) in self.paths.iter().enumerate() {
             if p >= n_paths {
-                return Err(format!(
-                    "{field}.paths[{j}]: no path {p} (there are {n_paths})"
+                return Err(bad(
+                    format!("{field}.paths[{j}]"),
+                    format!("no path {p} (there are {n_paths})"),
                 ));
             }
             if self.paths[..j].contains(&p) {
-                return Err(format!("{field}.paths[{j}]: path {p} is listed twice"));
+                return Err(bad(
+                    format!("{field}.paths[{j}]"),
+                    format!("path {p} is listed twice"),
+                ));
             }
         }
         if self.protocol == Protocol::Mptcp {
-            sched::build(&self.scheduler, &self.sched_params(index)?).map_err(|e| e.at(&field))?;
+            sched::build(&self.scheduler, &self.sched_params(index)?)
+                .map_err(|e| build_error(&field, e))?;
         }
         Ok(())
     }
@@ -405,73 +468,77 @@ impl LinkSpec {
     }
 
     /// The loss process this direction describes.
-    pub fn loss_model(&self) -> Result<LossModel, String> {
+    pub fn loss_model(&self) -> Result<LossModel, ConfigError> {
         match (self.gilbert_elliott, self.loss_burst) {
             (Some(ge), None) if self.loss == 0.0 => {
                 LossModel::gilbert_elliott(ge.p, ge.r, ge.loss_good, ge.loss_bad)
-                    .map_err(|e| format!("gilbert_elliott: {e}"))
+                    .map_err(|e| bad("gilbert_elliott", e))
             }
-            (Some(_), _) => {
-                Err("gilbert_elliott: replaces loss and loss_burst; set it alone".into())
-            }
+            (Some(_), _) => Err(bad(
+                "gilbert_elliott",
+                "replaces loss and loss_burst; set it alone",
+            )),
             (None, Some(burst)) => {
-                LossModel::bursty(self.loss, burst).map_err(|e| format!("loss_burst: {e}"))
+                LossModel::bursty(self.loss, burst).map_err(|e| bad("loss_burst", e))
             }
             (None, None) => Ok(LossModel::Bernoulli(self.loss)),
         }
     }
 
-    fn validate(&self, field: &str) -> Result<(), String> {
+    fn validate(&self, field: &str) -> Result<(), ConfigError> {
         if self.rate_bps == 0 {
-            return Err(format!("{field}.rate_bps: must be > 0"));
+            return Err(bad(format!("{field}.rate_bps"), "must be > 0"));
         }
         if !(0.0..1.0).contains(&self.loss) {
-            return Err(format!(
-                "{field}.loss: must be in [0, 1), got {}",
-                self.loss
+            return Err(bad(
+                format!("{field}.loss"),
+                format!("must be in [0, 1), got {}", self.loss),
             ));
         }
-        self.loss_model().map_err(|e| format!("{field}.{e}"))?;
+        self.loss_model().map_err(|e| e.within(field))?;
         if self.codel.is_some() && self.fq_codel.is_some() {
-            return Err(format!("{field}: codel and fq_codel exclude each other"));
+            return Err(bad(field, "codel and fq_codel exclude each other"));
         }
         if let Some(c) = self.codel.or(self.fq_codel) {
             if c.target_ns == 0 || c.interval_ns == 0 || c.target_ns > c.interval_ns {
-                return Err(format!(
-                    "{field}.codel: needs 0 < target_ns <= interval_ns, got {} and {}",
-                    c.target_ns, c.interval_ns
+                return Err(bad(
+                    format!("{field}.codel"),
+                    format!(
+                        "needs 0 < target_ns <= interval_ns, got {} and {}",
+                        c.target_ns, c.interval_ns
+                    ),
                 ));
             }
         }
         if let Some(ms) = &self.trace_ms {
-            Opportunities::from_millis(ms).map_err(|e| format!("{field}.trace_ms: {e}"))?;
+            Opportunities::from_millis(ms).map_err(|e| bad(format!("{field}.trace_ms"), e))?;
         }
         if self.delay_ns > 3_600_000_000_000 {
-            return Err(format!("{field}.delay_ns: more than an hour"));
+            return Err(bad(format!("{field}.delay_ns"), "more than an hour"));
         }
         if self.jitter_ns > 3_600_000_000_000 {
-            return Err(format!("{field}.jitter_ns: more than an hour"));
+            return Err(bad(format!("{field}.jitter_ns"), "more than an hour"));
         }
         Ok(())
     }
 }
 
 impl Config {
-    pub fn from_json(s: &str) -> Result<Config, String> {
-        let cfg: Config = serde_json::from_str(s).map_err(|e| format!("scenario: {e}"))?;
+    pub fn from_json(s: &str) -> Result<Config, ConfigError> {
+        let cfg: Config = serde_json::from_str(s).map_err(|e| bad("scenario", e.to_string()))?;
         cfg.validate()?;
         Ok(cfg)
     }
 
     /// Parses without checking the scheduler's name: the caller supplies the scheduler.
-    pub fn from_json_external_scheduler(s: &str) -> Result<Config, String> {
-        let cfg: Config = serde_json::from_str(s).map_err(|e| format!("scenario: {e}"))?;
+    pub fn from_json_external_scheduler(s: &str) -> Result<Config, ConfigError> {
+        let cfg: Config = serde_json::from_str(s).map_err(|e| bad("scenario", e.to_string()))?;
         cfg.validate_model()?;
         Ok(cfg)
     }
 
     /// The scheduler parameters, typed.
-    pub fn sched_params(&self) -> Result<sched::SchedParams, String> {
+    pub fn sched_params(&self) -> Result<sched::SchedParams, ConfigError> {
         typed_params(&self.scheduler_params, "connection")
     }
 
@@ -496,11 +563,12 @@ impl Config {
             .map(|r| ((r * 256.0).round() as u32).clamp(1, 256))
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         self.validate_model()?;
         if self.protocol == Protocol::Mptcp {
             // Builds once to check the name and the parameters.
-            sched::build(&self.scheduler, &self.sched_params()?).map_err(|e| e.at("connection"))?;
+            sched::build(&self.scheduler, &self.sched_params()?)
+                .map_err(|e| build_error("connection", e))?;
             self.stack.admits(&self.scheduler, "connection.scheduler")?;
         }
         for (k, f) in self.flows.iter().enumerate() {
@@ -513,43 +581,49 @@ impl Config {
     }
 
     /// Everything but the scheduler.
-    pub fn validate_model(&self) -> Result<(), String> {
+    pub fn validate_model(&self) -> Result<(), ConfigError> {
         if self.duration_ns == 0 {
-            return Err("duration_ns: must be > 0".into());
+            return Err(bad("duration_ns", "must be > 0"));
         }
         if CcKind::parse(&self.congestion).is_none() {
-            return Err(format!(
-                "congestion: unknown congestion control '{}' (known: {})",
-                self.congestion,
-                CcKind::known()
+            return Err(bad(
+                "congestion",
+                format!(
+                    "unknown congestion control '{}' (known: {})",
+                    self.congestion,
+                    CcKind::known()
+                ),
             ));
         }
         if self.sndbuf_bytes == 0 {
-            return Err("sndbuf_bytes: must be > 0".into());
+            return Err(bad("sndbuf_bytes", "must be > 0"));
         }
         if self.rcvbuf_bytes == 0 {
-            return Err("rcvbuf_bytes: must be > 0".into());
+            return Err(bad("rcvbuf_bytes", "must be > 0"));
         }
         if self.rcvbuf_initial_bytes == 0 {
-            return Err("rcvbuf_initial_bytes: must be > 0".into());
+            return Err(bad("rcvbuf_initial_bytes", "must be > 0"));
         }
         if let Some(r) = self.window_ratio {
             if !(r > 0.0 && r <= 1.0) {
-                return Err(format!("window_ratio: must be in (0, 1], got {r}"));
+                return Err(bad("window_ratio", format!("must be in (0, 1], got {r}")));
             }
         }
         if self.timer_hz != 0 && !mpsched_core::jiffies::KERNEL_HZ.contains(&self.timer_hz) {
-            return Err(format!(
-                "timer_hz: a kernel's CONFIG_HZ is one of {:?} (or 0: exact timers), got {}",
-                mpsched_core::jiffies::KERNEL_HZ,
-                self.timer_hz
+            return Err(bad(
+                "timer_hz",
+                format!(
+                    "a kernel's CONFIG_HZ is one of {:?} (or 0: exact timers), got {}",
+                    mpsched_core::jiffies::KERNEL_HZ,
+                    self.timer_hz
+                ),
             ));
         }
         if self.write_chunk_bytes == Some(0) {
-            return Err("write_chunk_bytes: must be > 0".into());
+            return Err(bad("write_chunk_bytes", "must be > 0"));
         }
         if let Workload::File { size_bytes: 0 } = self.workload {
-            return Err("workload.size_bytes: must be > 0".into());
+            return Err(bad("workload.size_bytes", "must be > 0"));
         }
         if let Workload::Rate {
             rate_bps,
@@ -558,34 +632,34 @@ impl Config {
         } = self.workload
         {
             if rate_bps == 0 {
-                return Err("workload.rate_bps: must be > 0".into());
+                return Err(bad("workload.rate_bps", "must be > 0"));
             }
             if block_bytes == 0 || block_bytes > 1 << 30 {
-                return Err("workload.block_bytes: must be in 1..=1 GiB".into());
+                return Err(bad("workload.block_bytes", "must be in 1..=1 GiB"));
             }
         }
         if self.paths.is_empty() {
-            return Err("paths: at least one path is needed".into());
+            return Err(bad("paths", "at least one path is needed"));
         }
         if self.paths.len() > 32 {
-            return Err("paths: at most 32 paths".into());
+            return Err(bad("paths", "at most 32 paths"));
         }
         if let Some(m) = self.main_paths {
             if m == 0 || m > self.paths.len() {
-                return Err(format!(
-                    "main_paths: must be in 1..={}, got {m}",
-                    self.paths.len()
+                return Err(bad(
+                    "main_paths",
+                    format!("must be in 1..={}, got {m}", self.paths.len()),
                 ));
             }
         }
         if self.flows.len() > 10_000 {
-            return Err("flows: at most 10,000 competing flows".into());
+            return Err(bad("flows", "at most 10,000 competing flows"));
         }
         for (k, f) in self.flows.iter().enumerate() {
             f.validate(k, self.paths.len())?;
         }
         if self.links.len() > 64 {
-            return Err("links: at most 64 shared links".into());
+            return Err(bad("links", "at most 64 shared links"));
         }
         for (s, l) in self.links.iter().enumerate() {
             l.down.validate(&format!("links[{s}].down"))?;
@@ -596,34 +670,84 @@ impl Config {
             p.up.validate(&format!("paths[{i}].up"))?;
             for (j, &s) in p.via.iter().enumerate() {
                 if s >= self.links.len() {
-                    return Err(format!(
-                        "paths[{i}].via[{j}]: no shared link {s} (there are {})",
-                        self.links.len()
+                    return Err(bad(
+                        format!("paths[{i}].via[{j}]"),
+                        format!("no shared link {s} (there are {})", self.links.len()),
                     ));
                 }
                 if p.via[..j].contains(&s) {
-                    return Err(format!("paths[{i}].via[{j}]: link {s} is listed twice"));
+                    return Err(bad(
+                        format!("paths[{i}].via[{j}]"),
+                        format!("link {s} is listed twice"),
+                    ));
                 }
             }
             for (k, c) in p.schedule.iter().enumerate() {
                 if c.rate_bps == Some(0) {
-                    return Err(format!("paths[{i}].schedule[{k}].rate_bps: must be > 0"));
+                    return Err(bad(
+                        format!("paths[{i}].schedule[{k}].rate_bps"),
+                        "must be > 0",
+                    ));
                 }
                 if let (Some(up), Some(present)) = (c.up, c.present) {
                     if up != present {
-                        return Err(format!(
-                            "paths[{i}].schedule[{k}].present: {present} contradicts up = {up}"
+                        return Err(bad(
+                            format!("paths[{i}].schedule[{k}].present"),
+                            format!("{present} contradicts up = {up}"),
                         ));
                     }
                 }
                 let traced = p.down.trace_ms.is_some() || p.up.trace_ms.is_some();
                 if c.rate_bps.is_some() && traced {
-                    return Err(format!(
-                        "paths[{i}].schedule[{k}].rate_bps: a trace sets this path's capacity"
+                    return Err(bad(
+                        format!("paths[{i}].schedule[{k}].rate_bps"),
+                        "a trace sets this path's capacity",
                     ));
                 }
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SCENARIO: &str = r#"{"duration_ns": 1000000000, "seed": 3, "protocol": "mptcp",
+        "scheduler": "bm", "congestion": "cubic", "sndbuf_bytes": 1000,
+        "rcvbuf_bytes": 1000, "workload": {"kind": "bulk"}, "paths": [
+        {"name": "a", "down": {"rate_bps": 30000000, "delay_ns": 20000000, "loss": 0.0,
+        "queue": {"packets": 100}}, "up": {"rate_bps": 10000000, "delay_ns": 10000000,
+        "loss": 0.0, "queue": {"packets": 100}}}]}"#;
+
+    fn refused(edit: impl FnOnce(&mut Config)) -> ConfigError {
+        let mut cfg = Config::from_json(SCENARIO).unwrap();
+        edit(&mut cfg);
+        cfg.validate().unwrap_err()
+    }
+
+    /// Each refusal names the field it is about, nested ones with their whole path, and the
+    /// message is `field: reason`.
+    #[test]
+    fn a_refused_scenario_names_its_field() {
+        let e = refused(|c| c.paths[0].up.loss_burst = Some(0.5));
+        assert_eq!(e.field, "paths[0].up.loss_burst");
+        assert_eq!(
+            e.to_string(),
+            format!("paths[0].up.loss_burst: {}", e.reason)
+        );
+        let e = refused(|c| {
+            c.scheduler_params
+                .insert("lambda".into(), serde_json::json!(0.0));
+        });
+        assert_eq!(e.field, "connection.scheduler_params.lambda");
+        let e = refused(|c| c.scheduler = "fastest".into());
+        assert_eq!(e.field, "connection.scheduler");
+        assert!(e.reason.starts_with("unknown scheduler 'fastest'"));
+        let e = refused(|c| c.paths[0].down.rate_bps = 0);
+        assert_eq!(e.field, "paths[0].down.rate_bps");
+        let e = Config::from_json("{}").unwrap_err();
+        assert_eq!(e.field, "scenario");
     }
 }

@@ -7,5 +7,5 @@ pub mod config;
 pub mod keys;
 pub mod plan;
 
-pub use config::Config;
+pub use config::{Config, ConfigError};
 pub use plan::{LinkChange, LinkPlan, PathChange, Route};

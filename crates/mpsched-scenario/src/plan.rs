@@ -259,9 +259,9 @@ mod tests {
         assert_eq!(routes[1].down, vec![6, 2]);
         assert_eq!(routes[1].up, vec![3, 7]);
         cfg.paths[1].via = vec![2];
-        assert!(cfg.validate().unwrap_err().starts_with("paths[1].via[0]"));
+        assert_eq!(cfg.validate().unwrap_err().field, "paths[1].via[0]");
         cfg.paths[1].via = vec![1, 1];
-        assert!(cfg.validate().unwrap_err().contains("listed twice"));
+        assert!(cfg.validate().unwrap_err().reason.contains("listed twice"));
     }
 
     #[test]
