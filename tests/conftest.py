@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -86,3 +87,10 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
     )
     fake_native.calls.clear()
     yield fake_native
+
+
+def ctrl_c_reaches() -> None:
+    """``preexec_fn`` for a child the test will Ctrl-C: a background job of a shell without job
+    control (a CI script started with ``&``) runs with SIGINT ignored, and a child inherits
+    that, so a SIGINT would never reach it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

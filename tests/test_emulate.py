@@ -36,7 +36,7 @@ from mpsched.testbed import (
     netns_inode,
 )
 
-from .conftest import ROOT
+from .conftest import ROOT, ctrl_c_reaches
 from .kernel_testbed import MISSING as _MISSING
 from .kernel_testbed import needs_testbed
 from .tshark import needs_tshark, packets
@@ -586,6 +586,7 @@ def test_interrupted_run_leaves_nothing_behind(sig: signal.Signals) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=ctrl_c_reaches,  # noqa: PLW1509
     )  # fmt: skip
     try:
         end = time.monotonic() + 20

@@ -20,6 +20,8 @@ from mpsched import sweep as sweep_mod
 from mpsched.errors import ScenarioError
 from mpsched.sweepfile import latin_hypercube, load_sweep
 
+from .conftest import ctrl_c_reaches
+
 ROOT = Path(__file__).resolve().parent.parent
 
 SWEEP = """
@@ -311,6 +313,7 @@ def test_ctrl_c_stops_the_command_and_keeps_the_finished_runs(tmp_path: Path) ->
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=ctrl_c_reaches,  # noqa: PLW1509
     )
     journal = out / "runs.jsonl"
     deadline = time.monotonic() + 120

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import ctrl_c_reaches
+
 SECRET = "cmHYWoAxRSHq1/LDZvbbapUM61xl+Zp1EGiHoVLrm5s="  # `mpsched keygen`
 MPSCHED = [sys.executable, "-m", "mpsched"]
 
@@ -50,6 +52,7 @@ def _serve(port: int, *args: str, env: dict[str, str] | None = None) -> subproce
         env=env or _env(),
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=ctrl_c_reaches,  # noqa: PLW1509
     )
     line = _line(server, 30)
     if not line.startswith("serving"):
@@ -345,6 +348,7 @@ def _get_in_background(port: int, save: Path, *args: str) -> subprocess.Popen[st
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=ctrl_c_reaches,  # noqa: PLW1509
     )
     part = save.with_name(save.name + ".part")
     deadline = time.monotonic() + 30

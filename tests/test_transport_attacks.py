@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import ctrl_c_reaches
+
 MPSCHED = [sys.executable, "-m", "mpsched"]
 SERVER = "10.31.9.1"  # the server's address, behind both paths
 PORT = 4433
@@ -70,6 +72,7 @@ class Net:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            preexec_fn=ctrl_c_reaches,  # noqa: PLW1509
         )
 
     def nstat(self, ns: str) -> dict[str, int]:
