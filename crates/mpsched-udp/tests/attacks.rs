@@ -773,6 +773,45 @@ fn amplification_toward_unproven_addresses_stays_within_3x_over_every_kind() {
 }
 
 #[test]
+fn a_relayed_keepalive_draws_at_most_three_times_its_size_toward_the_victim() {
+    // The smallest datagram a client sends is a keepalive (a Challenge on a silent path).
+    // Copied and raced to the server from a victim's address, it starts a move: the server
+    // challenges the victim, answers the keepalive there, and retries its challenge twice,
+    // which together would be four times the copy. The budget refuses the last retry.
+    let mut net = default_net(200_000_000, 2);
+    net.run_until(Time::ZERO + Dur::from_secs(1), |_| false);
+    // Path 1's way back breaks: the client hears nothing there and sends keepalives.
+    net.links[1].1.rate_bps = 1.0;
+    let from = net.tapped.len();
+    let is_keepalive = |(_, p, d): &(Time, usize, Vec<u8>)| {
+        *p == 1 && Header::decode(d).is_ok_and(|(h, _)| h.kind == Kind::Challenge)
+    };
+    net.run_until(net.now + Dur::from_secs(5), |n| {
+        n.tapped[from..].iter().any(is_keepalive)
+    });
+    let keepalive = net.tapped[from..]
+        .iter()
+        .find(|t| is_keepalive(t))
+        .map(|(_, _, d)| d.clone())
+        .expect("a keepalive on the silent path");
+    let before = net.server.drops.amplification;
+    net.inject(VICTIM, keepalive.clone(), Dur::from_millis(1));
+    net.run_until(net.now + Dur::from_secs(5), |_| false);
+    let to = net.sent_to.get(&VICTIM).copied().unwrap_or(0);
+    let got = net.received_from[&VICTIM];
+    eprintln!(
+        "a {}-byte keepalive from the victim drew {to} bytes toward it ({:.2}x); refused: {}",
+        keepalive.len(),
+        to as f64 / got as f64,
+        net.server.drops.amplification - before
+    );
+    assert_eq!(got, keepalive.len());
+    assert!(to <= 3 * got, "{to} bytes toward the victim");
+    // The limit, not the design, is what held: a challenge was refused.
+    assert!(net.server.drops.amplification > before, "nothing refused");
+}
+
+#[test]
 fn copies_raced_from_ever_new_addresses_cannot_stall_the_path() {
     // For 2 s a datagram of the client every 300 ms is copied and raced to the server from a
     // new port each time: each copy starts a move (a challenge nobody answers), but only
