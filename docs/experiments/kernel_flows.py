@@ -6,7 +6,8 @@ the same scenario, and the table compares what the acceptance names.
     python docs/experiments/kernel_flows.py short-flows --out runs/kernel-short-flows
     python docs/experiments/kernel_flows.py rate-app --out runs/kernel-rate-app
 
-``rfc6356-tcp`` (a TCP connection in the MPTCP one's place) and ``short-flows-dense`` (the
+``rfc6356-tcp`` (a TCP connection in the MPTCP one's place), ``rfc6356-two-tcp`` (two, on
+the subflows' paths) and ``short-flows-dense`` (the
 flows arriving ten times as often) are controls. ``windows KERNEL_DIR MODEL_DIR`` compares the
 main connection's subflows' windows in an ``mpsched emulate --out`` and an ``mpsched run --out``.
 
@@ -69,6 +70,23 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
             "TCP a Mbit/s": lambda s: s["flows"][0]["goodput_mbps"],
             "TCP Mbit/s": lambda s: s["flows"][1]["goodput_mbps"],
             "a/TCP": _ratio,
+        },
+    },
+    # The second control: two TCP connections on paths a and b in the MPTCP one's place (the
+    # second starting when the second subflow would), beside the same TCP flow.
+    "rfc6356-two-tcp": {
+        "scenario": "docs/experiments/rfc6356-two-tcp.toml",
+        "set": {},
+        "reps": [{"flow.1.start": p} for p in PHASES],
+        "metrics": {
+            "TCP a+b Mbit/s": lambda s: (
+                s["flows"][0]["goodput_mbps"] + s["flows"][1]["goodput_mbps"]
+            ),
+            "TCP Mbit/s": lambda s: s["flows"][2]["goodput_mbps"],
+            "(a+b)/TCP": lambda s: (
+                (s["flows"][0]["goodput_mbps"] + s["flows"][1]["goodput_mbps"])
+                / s["flows"][2]["goodput_mbps"]
+            ),
         },
     },
     "short-flows": {
@@ -160,7 +178,7 @@ def _table(name: str, out: Path) -> None:
         # bottleneck) per packet sent, over the repetitions.
         for side in ("model", "kernel"):
             rates = []
-            for k in (0, 1):
+            for k in range(len(runs[side][0]["flows"])):
                 flows = [s["flows"][k] for s in runs[side][:n]]
                 drops, sent = (
                     sum(f[key] for f in flows) for key in ("queue_drops", "packets_sent")
