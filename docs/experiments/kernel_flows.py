@@ -204,6 +204,18 @@ def windows(kernel: Path, model: Path, after_s: float = 5.0) -> None:
     for addr, v in sorted(by.items()):
         cwnd, rtt = statistics.fmean(c for c, _ in v), statistics.fmean(r for _, r in v)
         print(f"kernel subflow from {addr}: cwnd {cwnd:.1f} segments, srtt {rtt:.1f} ms")
+    # The competing flows' connections, sampled at the same instants (runs since the load
+    # generator samples them).
+    for k, rows in sorted(server.get("flow_samples", {}).items()):
+        v = [
+            (row[1], row[3] / 1e3)
+            for t, conn_rows, _buffer in rows
+            if t >= after_s
+            for row in conn_rows
+        ]
+        if v:
+            cwnd, rtt = statistics.fmean(c for c, _ in v), statistics.fmean(r for _, r in v)
+            print(f"kernel flow {k}: cwnd {cwnd:.1f} segments, srtt {rtt:.1f} ms")
     trace = pq.read_table(model / "subflows.parquet").to_pandas()
     trace = trace[trace["t_ns"] >= after_s * 1e9]
     for sf, rows in trace.groupby("subflow"):

@@ -474,13 +474,19 @@ def serve(args: argparse.Namespace) -> dict[str, Any]:
     deadline = epoch + int(spec["duration_ns"])
     sample_ns = int(spec.get("sample_ns", 100_000_000))
     samples: list[list[Any]] = []
+    # The competing flows' connections, sampled at the same instants (flow k's under "k").
+    flow_samples: dict[str, list[list[Any]]] = {str(k): [] for k in range(1, len(senders))}
     next_sample = epoch
     error = None
     by_listener = {s.listener.fileno(): s for s in senders}
     try:
         while (now := time.monotonic_ns()) < deadline:
             if main.conn is not None and now >= next_sample:
-                samples.append(_sample(main.conn, main.protocol, (now - epoch) / 1e9))
+                t = (now - epoch) / 1e9
+                samples.append(_sample(main.conn, main.protocol, t))
+                for k, s in enumerate(senders[1:], start=1):
+                    if s.conn is not None:
+                        flow_samples[str(k)].append(_sample(s.conn, s.protocol, t))
                 next_sample += sample_ns
             # Files whose last byte is acknowledged: their kernel view, once.
             for s in senders:
@@ -542,6 +548,7 @@ def serve(args: argparse.Namespace) -> dict[str, Any]:
         "app_bytes_sent": main.sent,
         "congestion_in_use": congestion,
         "samples": samples,
+        "flow_samples": flow_samples,
         "error": error or main.error,
         "mptcp": main_report["mptcp"],
         "subflows": main_report["subflows"],
