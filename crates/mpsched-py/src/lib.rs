@@ -127,7 +127,7 @@ fn run<'py>(
     // The GIL stays held: the sink or the scheduler is Python.
     let external = pysched.map(|s| Box::new(s) as Box<dyn mpsched_core::sched::Scheduler>);
     let mut sim = mpsched_sim::simulation_from_json(config_json, trace, external)
-        .map_err(PyValueError::new_err)?;
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
     let status = match &pcap {
         Some(path) => Some(
             capture::attach(&mut sim, path, pcap_at, pcap_max_bytes)
@@ -289,7 +289,7 @@ fn bench_scenarios(py: Python<'_>, names: Vec<String>) -> PyResult<String> {
     let rows = py
         .allow_threads(|| catch_unwind(AssertUnwindSafe(|| mpsched_sim::bench::run(&names))))
         .map_err(panic_message)?
-        .map_err(PyValueError::new_err)?;
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
     serde_json::to_string(&rows).map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }
 
