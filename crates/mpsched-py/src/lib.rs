@@ -324,7 +324,8 @@ fn socket_addr(field: &str, text: &str) -> PyResult<std::net::SocketAddr> {
 #[cfg(target_os = "linux")]
 #[pyfunction]
 fn udp_keygen() -> PyResult<String> {
-    let s = mpsched_udp::secret::Secret::generate().map_err(PyRuntimeError::new_err)?;
+    let s = mpsched_udp::secret::Secret::generate()
+        .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
     Ok(s.to_base64().to_string())
 }
 
@@ -337,7 +338,7 @@ fn udp_check_secret(secret: Vec<u8>, key_file: Option<String>) -> PyResult<()> {
     let secret = zeroize::Zeroizing::new(secret);
     if let Some(f) = key_file {
         mpsched_udp::secret::check_key_file(std::path::Path::new(&f))
-            .map_err(PyValueError::new_err)?;
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
     }
     mpsched_udp::secret::Secret::parse(&secret)
         .map(drop)
