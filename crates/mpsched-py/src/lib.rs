@@ -448,7 +448,7 @@ fn udp_serve(
             }))
         })
         .map_err(panic_message)?
-        .map_err(PyValueError::new_err)?;
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
     if let Some(why) = failure.into_inner().expect("one thread") {
         return Err(PyValueError::new_err(why));
     }
@@ -580,7 +580,7 @@ fn udp_get<'py>(
             }))
         })
         .map_err(panic_message)?
-        .map_err(PyValueError::new_err)?;
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
     if let Some(e) = failure.into_inner().expect("one thread") {
         return Err(e);
     }
