@@ -9,6 +9,54 @@
 //! mean 1/r, and the stationary share of bad packets p/(p+r) is the mean loss.
 
 use crate::rng::Rng;
+use std::fmt;
+
+/// A loss model refused: which setting and why. Displayed as the messages always were (`mean
+/// loss must be in [0, 1), got 1`); the scenario puts the field in front.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum LossError {
+    /// `bursty`'s mean loss rate is not in [0, 1).
+    Mean(f64),
+    /// `bursty`'s mean burst length is below 1 packet (or not a number).
+    Burst(f64),
+    /// Bursts this short cannot reach this mean: the good state would last < 1 packet.
+    BurstTooShort { mean: f64, burst: f64 },
+    /// A Gilbert-Elliott parameter (`p`, `r`, `loss_good`, `loss_bad`) is not in [0, 1].
+    Probability { name: &'static str, value: f64 },
+    /// `r` = 0 with `p` > 0: the bad state would never end.
+    EndlessBadState,
+}
+
+impl fmt::Display for LossError {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match *self {
+            LossError::Mean(mean) => write!(f, "mean loss must be in [0, 1), got {mean}"),
+            LossError::Burst(burst) => {
+                write!(f, "mean burst length must be >= 1 packet, got {burst}")
+            }
+            LossError::BurstTooShort { mean, burst } => write!(
+                f,
+                "a mean loss of {mean} needs bursts of at least {:.3} packets, got {burst}",
+                mean / (1.0 - mean)
+            ),
+            LossError::Probability { name, value } => {
+                write!(f, "{name} must be in [0, 1], got {value}")
+            }
+            LossError::EndlessBadState => {
+                f.write_str("r must be > 0 (the bad state would never end)")
+            }
+        }
+    }
+}
+
+impl std::error::Error for LossError {}
+
+/// For the callers whose own errors are still messages.
+impl From<LossError> for String {
+    fn from(e: LossError) -> String {
+        e.to_string()
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum LossModel {
@@ -27,23 +75,18 @@ pub enum LossModel {
 impl LossModel {
     /// Gilbert's model with mean loss rate `mean` in bursts of `burst` packets on average
     /// (`burst` >= 1; a mean of 0 loses nothing).
-    pub fn bursty(mean: f64, burst: f64) -> Result<LossModel, String> {
+    pub fn bursty(mean: f64, burst: f64) -> Result<LossModel, LossError> {
         if !(0.0..1.0).contains(&mean) {
-            return Err(format!("mean loss must be in [0, 1), got {mean}"));
+            return Err(LossError::Mean(mean));
         }
         if !(burst >= 1.0 && burst.is_finite()) {
-            return Err(format!(
-                "mean burst length must be >= 1 packet, got {burst}"
-            ));
+            return Err(LossError::Burst(burst));
         }
         let r = 1.0 / burst;
         let p = mean * r / (1.0 - mean);
         if p > 1.0 {
             // Bursts this short cannot reach this mean: the good state would last < 1 packet.
-            return Err(format!(
-                "a mean loss of {mean} needs bursts of at least {:.3} packets, got {burst}",
-                mean / (1.0 - mean)
-            ));
+            return Err(LossError::BurstTooShort { mean, burst });
         }
         Ok(LossModel::GilbertElliott {
             p,
@@ -55,7 +98,12 @@ impl LossModel {
 
     /// Checks the four parameters of a Gilbert-Elliott chain (all probabilities, a chain that
     /// leaves each state).
-    pub fn gilbert_elliott(p: f64, r: f64, loss_good: f64, loss_bad: f64) -> Result<Self, String> {
+    pub fn gilbert_elliott(
+        p: f64,
+        r: f64,
+        loss_good: f64,
+        loss_bad: f64,
+    ) -> Result<Self, LossError> {
         for (name, v) in [
             ("p", p),
             ("r", r),
@@ -63,11 +111,11 @@ impl LossModel {
             ("loss_bad", loss_bad),
         ] {
             if !(0.0..=1.0).contains(&v) {
-                return Err(format!("{name} must be in [0, 1], got {v}"));
+                return Err(LossError::Probability { name, value: v });
             }
         }
         if r == 0.0 && p > 0.0 {
-            return Err("r must be > 0 (the bad state would never end)".into());
+            return Err(LossError::EndlessBadState);
         }
         Ok(LossModel::GilbertElliott {
             p,
@@ -210,5 +258,46 @@ mod tests {
         assert!(LossModel::gilbert_elliott(0.1, 0.0, 0.0, 1.0).is_err());
         assert!(LossModel::gilbert_elliott(0.1, 1.2, 0.0, 1.0).is_err());
         assert_eq!(LossModel::bursty(0.0, 4.0).unwrap().mean_loss(), 0.0);
+    }
+
+    /// Each refusal is its variant, displayed as the message it always was.
+    #[test]
+    fn refusals_are_typed_and_say_why() {
+        let e = LossModel::bursty(0.6, 1.0).unwrap_err();
+        assert_eq!(
+            e,
+            LossError::BurstTooShort {
+                mean: 0.6,
+                burst: 1.0
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "a mean loss of 0.6 needs bursts of at least 1.500 packets, got 1"
+        );
+        let e = LossModel::bursty(1.0, 2.0).unwrap_err();
+        assert_eq!(e, LossError::Mean(1.0));
+        assert_eq!(e.to_string(), "mean loss must be in [0, 1), got 1");
+        let e = LossModel::bursty(0.01, 0.5).unwrap_err();
+        assert_eq!(e, LossError::Burst(0.5));
+        assert_eq!(
+            e.to_string(),
+            "mean burst length must be >= 1 packet, got 0.5"
+        );
+        let e = LossModel::gilbert_elliott(0.1, 1.2, 0.0, 1.0).unwrap_err();
+        assert_eq!(
+            e,
+            LossError::Probability {
+                name: "r",
+                value: 1.2
+            }
+        );
+        assert_eq!(e.to_string(), "r must be in [0, 1], got 1.2");
+        let e = LossModel::gilbert_elliott(0.1, 0.0, 0.0, 1.0).unwrap_err();
+        assert_eq!(e, LossError::EndlessBadState);
+        assert_eq!(
+            String::from(e),
+            "r must be > 0 (the bad state would never end)"
+        );
     }
 }

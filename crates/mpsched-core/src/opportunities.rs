@@ -8,10 +8,47 @@
 
 use crate::time::{Dur, Time};
 use crate::units::Rate;
+use std::fmt;
 use std::sync::Arc;
 
 /// Bytes one delivery opportunity carries (Mahimahi's `PACKET_SIZE`).
 pub const OPPORTUNITY_BYTES: u32 = 1504;
+
+/// A trace refused: why. Displayed as the messages always were; the scenario puts the field
+/// (`paths[0].down.trace_ms`) in front.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceError {
+    /// No timestamp at all.
+    Empty,
+    /// The last timestamp, the period, is 0 ms.
+    ZeroPeriod,
+    /// Timestamp `ms` on `line` (counted from 1) comes after the larger `after`.
+    Decreasing { line: usize, ms: u64, after: u64 },
+}
+
+impl fmt::Display for TraceError {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match *self {
+            TraceError::Empty => f.write_str("a trace needs at least one delivery opportunity"),
+            TraceError::ZeroPeriod => {
+                f.write_str("a trace's last timestamp must be > 0 ms (it is the period)")
+            }
+            TraceError::Decreasing { line, ms, after } => write!(
+                f,
+                "timestamps must not decrease (line {line}: {ms} after {after})"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for TraceError {}
+
+/// For the callers whose own errors are still messages.
+impl From<TraceError> for String {
+    fn from(e: TraceError) -> String {
+        e.to_string()
+    }
+}
 
 /// A trace: opportunity times within one period, and the period.
 #[derive(Clone, Debug, PartialEq)]
@@ -23,20 +60,19 @@ pub struct Opportunities {
 
 impl Opportunities {
     /// From a Mahimahi trace's timestamps in milliseconds (non-decreasing, the last > 0).
-    pub fn from_millis(ms: &[u64]) -> Result<Opportunities, String> {
+    pub fn from_millis(ms: &[u64]) -> Result<Opportunities, TraceError> {
         let Some(&last) = ms.last() else {
-            return Err("a trace needs at least one delivery opportunity".into());
+            return Err(TraceError::Empty);
         };
         if last == 0 {
-            return Err("a trace's last timestamp must be > 0 ms (it is the period)".into());
+            return Err(TraceError::ZeroPeriod);
         }
         if let Some(i) = ms.windows(2).position(|w| w[1] < w[0]) {
-            return Err(format!(
-                "timestamps must not decrease (line {}: {} after {})",
-                i + 2,
-                ms[i + 1],
-                ms[i]
-            ));
+            return Err(TraceError::Decreasing {
+                line: i + 2,
+                ms: ms[i + 1],
+                after: ms[i],
+            });
         }
         Ok(Opportunities {
             at: ms.iter().map(|&m| Dur::from_millis(m)).collect(),
@@ -133,7 +169,36 @@ mod tests {
         assert!(Opportunities::from_millis(&[]).is_err());
         assert!(Opportunities::from_millis(&[0]).is_err());
         let e = Opportunities::from_millis(&[1, 5, 3]).unwrap_err();
-        assert!(e.contains("line 3"), "{e}");
+        assert!(e.to_string().contains("line 3"), "{e}");
+    }
+
+    /// Each refusal is its variant, displayed as the message it always was.
+    #[test]
+    fn refusals_are_typed_and_say_why() {
+        assert_eq!(Opportunities::from_millis(&[]), Err(TraceError::Empty));
+        assert_eq!(
+            TraceError::Empty.to_string(),
+            "a trace needs at least one delivery opportunity"
+        );
+        let e = Opportunities::from_millis(&[3, 0]).unwrap_err();
+        assert_eq!(e, TraceError::ZeroPeriod);
+        assert_eq!(
+            e.to_string(),
+            "a trace's last timestamp must be > 0 ms (it is the period)"
+        );
+        let e = Opportunities::from_millis(&[1, 5, 3]).unwrap_err();
+        assert_eq!(
+            e,
+            TraceError::Decreasing {
+                line: 3,
+                ms: 3,
+                after: 5
+            }
+        );
+        assert_eq!(
+            String::from(e),
+            "timestamps must not decrease (line 3: 3 after 5)"
+        );
     }
 
     #[test]

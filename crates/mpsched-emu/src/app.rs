@@ -52,10 +52,10 @@ pub fn run(args: &[String]) -> ! {
     }
     let text =
         std::fs::read_to_string(&args[1]).unwrap_or_else(|e| fail(format!("{}: {e}", args[1])));
-    let cfg = EmuConfig::from_json(&text).unwrap_or_else(|e| fail(e));
-    let seed = cfg.scenario().unwrap_or_else(|e| fail(e)).seed;
-    let plans = cfg.links().unwrap_or_else(|e| fail(e));
-    let routes = cfg.routes().unwrap_or_else(|e| fail(e));
+    let cfg = EmuConfig::from_json(&text).unwrap_or_else(|e| fail(e.to_string()));
+    let seed = cfg.scenario().unwrap_or_else(|e| fail(e.to_string())).seed;
+    let plans = cfg.links().unwrap_or_else(|e| fail(e.to_string()));
+    let routes = cfg.routes().unwrap_or_else(|e| fail(e.to_string()));
 
     // The TUN devices: per path one in the client's namespace, one in the server's.
     let mut fds: Vec<(OwnedFd, OwnedFd)> = vec![];

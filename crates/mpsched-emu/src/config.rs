@@ -1,9 +1,79 @@
 //! The emulator's input: a normalized scenario (the same JSON the simulator runs) and, per
 //! path, the namespaces and names of its two TUN devices.
 
-use mpsched_scenario::Config;
+use mpsched_scenario::{Config, ConfigError};
 pub use mpsched_scenario::{LinkChange, LinkPlan, Route};
 use serde::Deserialize;
+use std::fmt;
+
+/// The emulator's config refused: the field it is about (as the config's JSON names it:
+/// `devices[0].client_dev`, or the scenario's own field) and why. Displayed as the messages
+/// always were.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EmuConfigError {
+    /// Not the config's JSON; serde's message.
+    Json(String),
+    /// The scenario refused (its field and why, as the simulator says it).
+    Scenario(ConfigError),
+    /// `devices` has `devices` entries for `paths` paths.
+    DeviceCount { devices: usize, paths: usize },
+    /// A TUN device's name (`field`: `devices[i].client_dev`) that Linux would not take.
+    DeviceName { field: String, name: String },
+    /// `rt_priority` above 99.
+    RtPriority(u32),
+}
+
+impl EmuConfigError {
+    /// The field the refusal is about (`emulator config` for JSON that does not parse, the
+    /// scenario's own field for a scenario refused).
+    pub fn field(&self) -> &str {
+        match self {
+            EmuConfigError::Json(_) => "emulator config",
+            EmuConfigError::Scenario(e) => &e.field,
+            EmuConfigError::DeviceCount { .. } => "devices",
+            EmuConfigError::DeviceName { field, .. } => field,
+            EmuConfigError::RtPriority(_) => "rt_priority",
+        }
+    }
+}
+
+impl fmt::Display for EmuConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            EmuConfigError::Json(e) => write!(f, "emulator config: {e}"),
+            EmuConfigError::Scenario(e) => e.fmt(f),
+            EmuConfigError::DeviceCount { devices, paths } => {
+                write!(f, "devices: {devices} entries for {paths} paths")
+            }
+            EmuConfigError::DeviceName { field, name } => {
+                write!(f, "{field}: invalid device name {name:?}")
+            }
+            EmuConfigError::RtPriority(_) => f.write_str("rt_priority: must be in 0..=99"),
+        }
+    }
+}
+
+impl std::error::Error for EmuConfigError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            EmuConfigError::Scenario(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<ConfigError> for EmuConfigError {
+    fn from(e: ConfigError) -> EmuConfigError {
+        EmuConfigError::Scenario(e)
+    }
+}
+
+/// For the callers whose own errors are still messages.
+impl From<EmuConfigError> for String {
+    fn from(e: EmuConfigError) -> String {
+        e.to_string()
+    }
+}
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -59,35 +129,35 @@ pub enum Threads {
 }
 
 impl EmuConfig {
-    pub fn from_json(s: &str) -> Result<EmuConfig, String> {
+    pub fn from_json(s: &str) -> Result<EmuConfig, EmuConfigError> {
         let cfg: EmuConfig =
-            serde_json::from_str(s).map_err(|e| format!("emulator config: {e}"))?;
+            serde_json::from_str(s).map_err(|e| EmuConfigError::Json(e.to_string()))?;
         let scenario = cfg.scenario()?;
         if cfg.devices.len() != scenario.paths.len() {
-            return Err(format!(
-                "devices: {} entries for {} paths",
-                cfg.devices.len(),
-                scenario.paths.len()
-            ));
+            return Err(EmuConfigError::DeviceCount {
+                devices: cfg.devices.len(),
+                paths: scenario.paths.len(),
+            });
         }
         for (i, d) in cfg.devices.iter().enumerate() {
             for (field, name) in [("client_dev", &d.client_dev), ("server_dev", &d.server_dev)] {
                 if name.is_empty() || name.len() > 15 || name.contains('/') {
-                    return Err(format!(
-                        "devices[{i}].{field}: invalid device name {name:?}"
-                    ));
+                    return Err(EmuConfigError::DeviceName {
+                        field: format!("devices[{i}].{field}"),
+                        name: name.clone(),
+                    });
                 }
             }
         }
         if cfg.rt_priority > 99 {
-            return Err("rt_priority: must be in 0..=99".into());
+            return Err(EmuConfigError::RtPriority(cfg.rt_priority));
         }
         Ok(cfg)
     }
 
     /// The scenario, validated as the simulator validates it (the scheduler's name aside: the
     /// kernel's schedulers are not the simulator's).
-    pub fn scenario(&self) -> Result<Config, String> {
+    pub fn scenario(&self) -> Result<Config, EmuConfigError> {
         Ok(Config::from_json_external_scheduler(
             &self.scenario.to_string(),
         )?)
@@ -95,12 +165,12 @@ impl EmuConfig {
 
     /// Every link of the scenario: per path the down link, then the up link, then per shared
     /// link its down and up link, planned as the simulator plans them.
-    pub fn links(&self) -> Result<Vec<LinkPlan>, String> {
+    pub fn links(&self) -> Result<Vec<LinkPlan>, EmuConfigError> {
         Ok(self.scenario()?.link_plans())
     }
 
     /// Each path's route through the links (indices into `links()`), as the simulator's.
-    pub fn routes(&self) -> Result<Vec<Route>, String> {
+    pub fn routes(&self) -> Result<Vec<Route>, EmuConfigError> {
         Ok(self.scenario()?.routes())
     }
 }
@@ -179,8 +249,45 @@ mod tests {
         let long = DEV.replace("\"c0\"", "\"a-very-long-device-name\"");
         assert!(EmuConfig::from_json(&config(PATH, &long))
             .unwrap_err()
+            .to_string()
             .contains("client_dev"));
         let bad = PATH.replace("30000000", "0");
         assert!(EmuConfig::from_json(&config(&bad, DEV)).is_err());
+    }
+
+    /// Each refusal is its variant, names its field, and reads as the message it always was.
+    #[test]
+    fn refusals_are_typed_and_name_their_field() {
+        let long = DEV.replace("\"c0\"", "\"a-very-long-device-name\"");
+        let e = EmuConfig::from_json(&config(PATH, &long)).unwrap_err();
+        assert_eq!(
+            e,
+            EmuConfigError::DeviceName {
+                field: "devices[0].client_dev".into(),
+                name: "a-very-long-device-name".into()
+            }
+        );
+        assert_eq!(e.field(), "devices[0].client_dev");
+        assert_eq!(
+            e.to_string(),
+            r#"devices[0].client_dev: invalid device name "a-very-long-device-name""#
+        );
+        let e = EmuConfig::from_json(&config(PATH, "")).unwrap_err();
+        assert_eq!(
+            e,
+            EmuConfigError::DeviceCount {
+                devices: 0,
+                paths: 1
+            }
+        );
+        assert_eq!(e.to_string(), "devices: 0 entries for 1 paths");
+        let bad = PATH.replace("30000000", "0");
+        let e = EmuConfig::from_json(&config(&bad, DEV)).unwrap_err();
+        assert!(matches!(e, EmuConfigError::Scenario(_)), "{e:?}");
+        assert_eq!(e.field(), "paths[0].down.rate_bps");
+        assert_eq!(String::from(e), "paths[0].down.rate_bps: must be > 0");
+        let e = EmuConfig::from_json("{").unwrap_err();
+        assert!(matches!(e, EmuConfigError::Json(_)), "{e:?}");
+        assert!(e.to_string().starts_with("emulator config: "), "{e}");
     }
 }

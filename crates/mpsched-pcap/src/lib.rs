@@ -5,4 +5,4 @@ pub mod mptcp;
 pub mod pcapng;
 pub mod tcpip;
 
-pub use pcapng::{read, Packet, Section, Writer, LINKTYPE_IPV4};
+pub use pcapng::{read, Packet, PcapError, Section, Writer, LINKTYPE_IPV4};

@@ -2,6 +2,7 @@
 //! description per capture point, then one enhanced packet block per packet. Timestamps are in
 //! nanoseconds (`if_tsresol` = 9), so simulated time survives exactly.
 
+use std::fmt;
 use std::io::{self, Write};
 
 /// Raw IPv4 packets, no link-layer header (LINKTYPE_IPV4).
@@ -138,13 +139,60 @@ pub struct Section {
     pub packets: Vec<Packet>,
 }
 
+/// A section `read` refused: what is wrong and, where the block is known, its byte offset.
+/// Displayed as the messages always were (`bad block length 13 at byte 0`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PcapError {
+    /// The bytes end inside a block's framing.
+    Truncated { at: usize },
+    /// A block's length is too small, not a multiple of 4, past the end, or not repeated at
+    /// the block's end.
+    BadBlockLength { len: usize, at: usize },
+    /// A section header that is not little-endian pcapng.
+    NotLittleEndian { at: usize },
+    /// An interface description's option runs past its block.
+    OptionOverrun,
+    /// A packet block too short for its fixed fields.
+    ShortPacketBlock { at: usize },
+    /// A packet block's captured length runs past its block.
+    CaptureOverrun,
+}
+
+impl fmt::Display for PcapError {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match *self {
+            PcapError::Truncated { at } => write!(f, "truncated at byte {at}"),
+            PcapError::BadBlockLength { len, at } => {
+                write!(f, "bad block length {len} at byte {at}")
+            }
+            PcapError::NotLittleEndian { at } => {
+                write!(f, "section header at byte {at}: not little-endian pcapng")
+            }
+            PcapError::OptionOverrun => f.write_str("option overruns its block"),
+            PcapError::ShortPacketBlock { at } => {
+                write!(f, "packet block at byte {at}: too short")
+            }
+            PcapError::CaptureOverrun => f.write_str("captured length overruns its block"),
+        }
+    }
+}
+
+impl std::error::Error for PcapError {}
+
+/// For the callers whose own errors are still messages.
+impl From<PcapError> for String {
+    fn from(e: PcapError) -> String {
+        e.to_string()
+    }
+}
+
 /// Reads what `Writer` wrote, checking every block's framing; an error says what and where.
-pub fn read(bytes: &[u8]) -> Result<Section, String> {
-    let u32_at = |at: usize| -> Result<u32, String> {
+pub fn read(bytes: &[u8]) -> Result<Section, PcapError> {
+    let u32_at = |at: usize| -> Result<u32, PcapError> {
         bytes
             .get(at..at + 4)
             .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
-            .ok_or_else(|| format!("truncated at byte {at}"))
+            .ok_or(PcapError::Truncated { at })
     };
     let mut out = Section::default();
     let mut at = 0;
@@ -156,14 +204,12 @@ pub fn read(bytes: &[u8]) -> Result<Section, String> {
             || at + len > bytes.len()
             || u32_at(at + len - 4)? as usize != len
         {
-            return Err(format!("bad block length {len} at byte {at}"));
+            return Err(PcapError::BadBlockLength { len, at });
         }
         let body = &bytes[at + 8..at + len - 4];
         match kind {
             SHB if body.get(..4) != Some(&BYTE_ORDER_MAGIC.to_le_bytes()[..]) => {
-                return Err(format!(
-                    "section header at byte {at}: not little-endian pcapng"
-                ));
+                return Err(PcapError::NotLittleEndian { at });
             }
             IDB => {
                 let mut name = String::new();
@@ -173,7 +219,7 @@ pub fn read(bytes: &[u8]) -> Result<Section, String> {
                     let olen = usize::from(u16::from_le_bytes([body[o + 2], body[o + 3]]));
                     let value = body
                         .get(o + 4..o + 4 + olen)
-                        .ok_or("option overruns its block")?;
+                        .ok_or(PcapError::OptionOverrun)?;
                     if code == IF_NAME {
                         name = String::from_utf8_lossy(value).into_owned();
                     }
@@ -183,13 +229,11 @@ pub fn read(bytes: &[u8]) -> Result<Section, String> {
             }
             EPB => {
                 if body.len() < 20 {
-                    return Err(format!("packet block at byte {at}: too short"));
+                    return Err(PcapError::ShortPacketBlock { at });
                 }
                 let word = |i: usize| u32::from_le_bytes(body[i..i + 4].try_into().expect("4"));
                 let caplen = word(12) as usize;
-                let data = body
-                    .get(20..20 + caplen)
-                    .ok_or("captured length overruns its block")?;
+                let data = body.get(20..20 + caplen).ok_or(PcapError::CaptureOverrun)?;
                 out.packets.push(Packet {
                     interface: word(0),
                     t_ns: (u64::from(word(4)) << 32) | u64::from(word(8)),
@@ -264,5 +308,30 @@ mod tests {
         let mut bad = bytes.clone();
         bad[4] = 13; // the first block's length
         assert!(read(&bad).is_err());
+    }
+
+    /// Each refusal is its variant, displayed as the message it always was.
+    #[test]
+    fn refusals_are_typed_and_say_where() {
+        let mut w = Writer::new(Vec::new(), "test", "").unwrap();
+        let a = w.add_interface("wifi", LINKTYPE_IPV4, 80).unwrap();
+        w.packet(a, 7, 52, &[1, 2, 3]).unwrap();
+        let bytes = w.into_inner();
+        let mut bad = bytes.clone();
+        bad[4] = 13;
+        let e = read(&bad).unwrap_err();
+        assert_eq!(e, PcapError::BadBlockLength { len: 13, at: 0 });
+        assert_eq!(e.to_string(), "bad block length 13 at byte 0");
+        let e = read(&bytes[..6]).unwrap_err();
+        assert_eq!(e, PcapError::Truncated { at: 4 });
+        assert_eq!(e.to_string(), "truncated at byte 4");
+        let mut big_endian = bytes.clone();
+        big_endian[8..12].copy_from_slice(&BYTE_ORDER_MAGIC.to_be_bytes());
+        let e = read(&big_endian).unwrap_err();
+        assert_eq!(e, PcapError::NotLittleEndian { at: 0 });
+        assert_eq!(
+            String::from(e),
+            "section header at byte 0: not little-endian pcapng"
+        );
     }
 }

@@ -127,7 +127,7 @@ fn run<'py>(
     // The GIL stays held: the sink or the scheduler is Python.
     let external = pysched.map(|s| Box::new(s) as Box<dyn mpsched_core::sched::Scheduler>);
     let mut sim = mpsched_sim::simulation_from_json(config_json, trace, external)
-        .map_err(PyValueError::new_err)?;
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
     let status = match &pcap {
         Some(path) => Some(
             capture::attach(&mut sim, path, pcap_at, pcap_max_bytes)
@@ -289,7 +289,7 @@ fn bench_scenarios(py: Python<'_>, names: Vec<String>) -> PyResult<String> {
     let rows = py
         .allow_threads(|| catch_unwind(AssertUnwindSafe(|| mpsched_sim::bench::run(&names))))
         .map_err(panic_message)?
-        .map_err(PyValueError::new_err)?;
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
     serde_json::to_string(&rows).map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }
 
@@ -324,7 +324,8 @@ fn socket_addr(field: &str, text: &str) -> PyResult<std::net::SocketAddr> {
 #[cfg(target_os = "linux")]
 #[pyfunction]
 fn udp_keygen() -> PyResult<String> {
-    let s = mpsched_udp::secret::Secret::generate().map_err(PyRuntimeError::new_err)?;
+    let s = mpsched_udp::secret::Secret::generate()
+        .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
     Ok(s.to_base64().to_string())
 }
 
@@ -337,7 +338,7 @@ fn udp_check_secret(secret: Vec<u8>, key_file: Option<String>) -> PyResult<()> {
     let secret = zeroize::Zeroizing::new(secret);
     if let Some(f) = key_file {
         mpsched_udp::secret::check_key_file(std::path::Path::new(&f))
-            .map_err(PyValueError::new_err)?;
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
     }
     mpsched_udp::secret::Secret::parse(&secret)
         .map(drop)
@@ -447,7 +448,7 @@ fn udp_serve(
             }))
         })
         .map_err(panic_message)?
-        .map_err(PyValueError::new_err)?;
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
     if let Some(why) = failure.into_inner().expect("one thread") {
         return Err(PyValueError::new_err(why));
     }
@@ -579,7 +580,7 @@ fn udp_get<'py>(
             }))
         })
         .map_err(panic_message)?
-        .map_err(PyValueError::new_err)?;
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
     if let Some(e) = failure.into_inner().expect("one thread") {
         return Err(e);
     }

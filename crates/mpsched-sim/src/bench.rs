@@ -2,8 +2,56 @@
 
 use crate::build::*;
 use crate::config::{Config, FlowConfig, Protocol, QueueSpec, SharedLinkConfig};
-use crate::Simulation;
+use crate::{SimError, Simulation};
 use serde::Serialize;
+use std::fmt;
+
+/// The benchmark refused or failed: displayed as the messages always were.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BenchError {
+    /// No benchmark scenario has this name.
+    UnknownScenario(String),
+    /// Two runs of this scenario processed different numbers of events.
+    NotDeterministic(&'static str),
+    /// A scenario the simulator refused.
+    Sim(SimError),
+}
+
+impl fmt::Display for BenchError {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            BenchError::UnknownScenario(n) => {
+                write!(f, "bench: unknown scenario '{n}' (known: a, b, c)")
+            }
+            BenchError::NotDeterministic(name) => {
+                write!(f, "bench: scenario {name} is not deterministic")
+            }
+            BenchError::Sim(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for BenchError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            BenchError::Sim(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<SimError> for BenchError {
+    fn from(e: SimError) -> BenchError {
+        BenchError::Sim(e)
+    }
+}
+
+/// For the callers whose own errors are still messages (the Python binding's).
+impl From<BenchError> for String {
+    fn from(e: BenchError) -> String {
+        e.to_string()
+    }
+}
 
 #[derive(Clone, Debug, Serialize)]
 pub struct BenchRow {
@@ -157,11 +205,11 @@ fn median(mut xs: Vec<f64>) -> f64 {
 
 /// Runs the named scenarios (all when `names` is empty), each several times; reports the
 /// median run's loop time.
-pub fn run(names: &[String]) -> Result<Vec<BenchRow>, String> {
+pub fn run(names: &[String]) -> Result<Vec<BenchRow>, BenchError> {
     let all = scenarios();
     for n in names {
         if !all.iter().any(|(name, _, _)| name == n) {
-            return Err(format!("bench: unknown scenario '{n}' (known: a, b, c)"));
+            return Err(BenchError::UnknownScenario(n.clone()));
         }
     }
     let mut rows = vec![];
@@ -179,7 +227,7 @@ pub fn run(names: &[String]) -> Result<Vec<BenchRow>, String> {
             heaps.push(crate::event::bench_event_queue(HEAP_EVENTS, HEAP_PENDING));
             let run = Simulation::new(cfg.clone(), false)?.run().summary;
             if s.as_ref().is_some_and(|first| first.events != run.events) {
-                return Err(format!("bench: scenario {name} is not deterministic"));
+                return Err(BenchError::NotDeterministic(name));
             }
             walls.push(run.wall_s);
             s = Some(run);
@@ -211,4 +259,25 @@ pub fn run(names: &[String]) -> Result<Vec<BenchRow>, String> {
         });
     }
     Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An unknown name is refused before anything runs, as its variant and the message it
+    /// always was.
+    #[test]
+    fn an_unknown_scenario_is_refused() {
+        let e = run(&["z".to_string()]).unwrap_err();
+        assert_eq!(e, BenchError::UnknownScenario("z".into()));
+        assert_eq!(
+            e.to_string(),
+            "bench: unknown scenario 'z' (known: a, b, c)"
+        );
+        assert_eq!(
+            String::from(BenchError::NotDeterministic("a")),
+            "bench: scenario a is not deterministic"
+        );
+    }
 }

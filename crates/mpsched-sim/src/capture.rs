@@ -17,6 +17,7 @@ use mpsched_core::Time;
 use mpsched_pcap::mptcp::{self, Mapping, MptcpOption};
 use mpsched_pcap::tcpip::{Segment, TcpOption, ACK, SYN};
 use mpsched_pcap::{Writer, LINKTYPE_IPV4};
+use std::fmt;
 use std::io::{self, Write};
 use std::net::Ipv4Addr;
 
@@ -32,15 +33,41 @@ pub enum Vantage {
 }
 
 impl Vantage {
-    pub fn parse(s: &str) -> Result<Vantage, String> {
+    pub fn parse(s: &str) -> Result<Vantage, VantageError> {
         match s {
             "sender" => Ok(Vantage::Sender),
             "receiver" => Ok(Vantage::Receiver),
             "links" => Ok(Vantage::Links),
-            _ => Err(format!(
-                "capture point {s:?}: expected sender, receiver or links"
-            )),
+            _ => Err(VantageError {
+                given: s.to_owned(),
+            }),
         }
+    }
+}
+
+/// A capture point that is none of sender, receiver or links: what was given. Displayed as
+/// the message always was.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VantageError {
+    pub given: String,
+}
+
+impl fmt::Display for VantageError {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(
+            f,
+            "capture point {:?}: expected sender, receiver or links",
+            self.given
+        )
+    }
+}
+
+impl std::error::Error for VantageError {}
+
+/// For the callers whose own errors are still messages (the Python binding's).
+impl From<VantageError> for String {
+    fn from(e: VantageError) -> String {
+        e.to_string()
     }
 }
 
@@ -547,4 +574,20 @@ fn splitmix(state: &mut u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_capture_point_is_refused_with_the_known_ones() {
+        assert_eq!(Vantage::parse("links"), Ok(Vantage::Links));
+        let e = Vantage::parse("nic").unwrap_err();
+        assert_eq!(e.given, "nic");
+        assert_eq!(
+            e.to_string(),
+            r#"capture point "nic": expected sender, receiver or links"#
+        );
+    }
 }

@@ -3,6 +3,7 @@
 //! (`Tagged`: a segment or a handshake packet of one connection).
 
 use crate::config::{Config, Protocol};
+use crate::error::SimError;
 use crate::handshake::{Handshakes, HsPacket};
 use mpsched_core::cc::CcKind;
 use mpsched_core::conn::sender::SubflowConfig;
@@ -203,14 +204,16 @@ impl Conn {
     }
 
     /// Competing flow `k` (`cfg.flows[k]`) as it opens over `links`.
-    pub(crate) fn flow(cfg: &Config, k: usize, net: Net) -> Result<Conn, String> {
+    pub(crate) fn flow(cfg: &Config, k: usize, net: Net) -> Result<Conn, SimError> {
         let f = &cfg.flows[k];
         let mptcp = f.protocol == Protocol::Mptcp;
+        let owner = format!("flows[{k}]");
         let sched = if mptcp {
-            sched::build(&f.scheduler, &f.sched_params(k)?)?
+            sched::build(&f.scheduler, &f.sched_params(k)?)
         } else {
-            sched::build("minrtt", &sched::SchedParams::new())?
-        };
+            sched::build("minrtt", &sched::SchedParams::new())
+        }
+        .map_err(SimError::scheduler(owner))?;
         let spec = ConnSpec {
             mptcp,
             cc: f.cc(),

@@ -6,6 +6,7 @@ pub mod capture;
 pub mod component;
 pub mod conn;
 pub mod contract;
+pub mod error;
 pub mod event;
 pub mod handshake;
 pub mod schema;
@@ -14,6 +15,7 @@ pub mod summary;
 pub mod trace_out;
 pub mod trace_schema;
 
+pub use error::SimError;
 pub use event::bench_event_queue;
 pub use mpsched_scenario::Config;
 /// The scenario crate's modules, where this crate's users have always found them.
@@ -27,7 +29,7 @@ pub fn simulation_from_json(
     config_json: &str,
     trace: bool,
     external: Option<Box<dyn mpsched_core::sched::Scheduler>>,
-) -> Result<Simulation, String> {
+) -> Result<Simulation, SimError> {
     match external {
         None => Simulation::new(Config::from_json(config_json)?, trace),
         Some(s) => {
@@ -37,7 +39,7 @@ pub fn simulation_from_json(
 }
 
 /// Runs a normalized scenario given as JSON.
-pub fn run_json(config_json: &str, trace: bool) -> Result<RunOutput, String> {
+pub fn run_json(config_json: &str, trace: bool) -> Result<RunOutput, SimError> {
     let cfg = Config::from_json(config_json)?;
     Ok(Simulation::new(cfg, trace)?.run())
 }

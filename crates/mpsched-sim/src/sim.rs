@@ -18,6 +18,7 @@ use crate::capture::{Capture, Vantage};
 use crate::component::{Component, Components};
 use crate::config::{Config, Protocol, Workload};
 use crate::conn::{Conn, ConnSpec, Item, Net, SimLink, Tagged};
+use crate::error::SimError;
 use crate::event::EventList;
 use crate::handshake::{Event as HsEvent, HsPacket};
 use crate::summary::{self, Summary};
@@ -88,7 +89,7 @@ pub type Watch<'a> = dyn FnMut(Time, u64) -> bool + 'a;
 pub const WATCH_EVERY: u64 = 16_384;
 
 impl Simulation {
-    pub fn new(cfg: Config, trace: bool) -> Result<Simulation, String> {
+    pub fn new(cfg: Config, trace: bool) -> Result<Simulation, SimError> {
         cfg.validate()?;
         Simulation::build(cfg, trace, None)
     }
@@ -99,7 +100,7 @@ impl Simulation {
         cfg: Config,
         trace: bool,
         sched: Box<dyn sched::Scheduler>,
-    ) -> Result<Simulation, String> {
+    ) -> Result<Simulation, SimError> {
         cfg.validate_model()?;
         Simulation::build(cfg, trace, Some(sched))
     }
@@ -108,7 +109,7 @@ impl Simulation {
         cfg: Config,
         trace: bool,
         external: Option<Box<dyn sched::Scheduler>>,
-    ) -> Result<Simulation, String> {
+    ) -> Result<Simulation, SimError> {
         let links: Vec<SimLink> = cfg
             .link_plans()
             .iter()
@@ -126,9 +127,11 @@ impl Simulation {
         let main_sched = if let Some(s) = external.filter(|_| mptcp) {
             s
         } else if mptcp {
-            sched::build(&cfg.scheduler, &cfg.sched_params()?)?
+            sched::build(&cfg.scheduler, &cfg.sched_params()?)
+                .map_err(SimError::scheduler("connection"))?
         } else {
-            sched::build("minrtt", &sched::SchedParams::new())?
+            sched::build("minrtt", &sched::SchedParams::new())
+                .map_err(SimError::scheduler("connection"))?
         };
         let main_paths: Vec<usize> = (0..if mptcp { cfg.main_path_count() } else { 1 }).collect();
         let main_total = match cfg.workload {

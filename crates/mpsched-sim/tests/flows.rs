@@ -143,7 +143,10 @@ fn bad_flows_are_refused_naming_the_field() {
     let refused = |f: FlowConfig| {
         let mut c = base.clone();
         c.flows = vec![f];
-        Simulation::new(c, false).err().expect("refused")
+        Simulation::new(c, false)
+            .err()
+            .expect("refused")
+            .to_string()
     };
     assert!(refused(tcp_flow(0, None, 3)).starts_with("flows[0].paths[0]"));
     assert!(refused(tcp_flow(0, Some(0), 0)).starts_with("flows[0].size_bytes"));

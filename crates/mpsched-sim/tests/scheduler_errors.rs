@@ -14,7 +14,7 @@ fn refusal(scheduler_fields: &str, flow_fields: &str) -> String {
     );
     match mpsched_sim::run_json(&json, false) {
         Ok(_) => panic!("accepted: {json}"),
-        Err(e) => e,
+        Err(e) => e.to_string(),
     }
 }
 

@@ -4,7 +4,8 @@
 use crate::aead::Suite;
 use crate::client::{Client, ClientConfig};
 use crate::driver::{client_sockets, run_client, serve, Clock, End};
-use crate::server::{Answers, Drops, SchedulerFactory, Server, ServerConfig};
+use crate::secret::SecretError;
+use crate::server::{Answers, Drops, SchedulerFactory, Server, ServerConfig, ServerConfigError};
 use crate::session::Psk;
 use crate::source::{FileSource, Pattern, Source};
 use crate::wire::SubflowStats;
@@ -12,6 +13,7 @@ use mpsched_core::sched::SchedParams;
 use mpsched_core::subflow::rx::AckPolicy;
 use mpsched_core::trace::DeliveryTrace;
 use sha2::{Digest, Sha256};
+use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, UdpSocket};
@@ -19,6 +21,92 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use zeroize::Zeroizing;
+
+/// Why `serve` or `get` could not run, or stopped: one line each, displayed as the messages
+/// always were (`secret: the secret has 7 characters; ...`, `bind 10.0.0.1:4433: ...`).
+#[derive(Debug)]
+pub enum AppError {
+    /// The secret refused.
+    Secret(SecretError),
+    /// The server's scheduler or congestion control refused.
+    Server(ServerConfigError),
+    /// The file to serve could not be opened.
+    File { path: PathBuf, error: io::Error },
+    /// A socket could not be bound: what for (`bind`, `path`), where, and why.
+    Bind {
+        what: &'static str,
+        addr: SocketAddr,
+        error: io::Error,
+    },
+    /// `get` was given this many local addresses (it takes 1 to `server::MAX_PATHS`).
+    Paths(usize),
+    /// `get`'s resume without a file to save to (nothing to resume).
+    ResumeWithoutSave,
+    /// The download's file (`FILE.part`, or `FILE` it is renamed to) could not be written.
+    Save { path: PathBuf, error: io::Error },
+    /// The sockets failed while serving or downloading.
+    Io(io::Error),
+}
+
+impl fmt::Display for AppError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AppError::Secret(e) => write!(f, "secret: {e}"),
+            AppError::Server(e) => e.fmt(f),
+            AppError::File { path, error } => write!(f, "file {}: {error}", path.display()),
+            AppError::Bind { what, addr, error } => f.write_str(&bind_error(what, *addr, error)),
+            AppError::Paths(n) => write!(
+                f,
+                "paths: 1 to {} local addresses, got {n}",
+                crate::server::MAX_PATHS
+            ),
+            AppError::ResumeWithoutSave => f.write_str("resume: needs --save FILE (its FILE.part)"),
+            AppError::Save { path, error } => write!(f, "save {}: {error}", path.display()),
+            AppError::Io(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for AppError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            AppError::Secret(e) => Some(e),
+            AppError::Server(e) => Some(e),
+            AppError::File { error, .. }
+            | AppError::Bind { error, .. }
+            | AppError::Save { error, .. }
+            | AppError::Io(error) => Some(error),
+            AppError::Paths(_) | AppError::ResumeWithoutSave => None,
+        }
+    }
+}
+
+impl From<ServerConfigError> for AppError {
+    fn from(e: ServerConfigError) -> AppError {
+        AppError::Server(e)
+    }
+}
+
+impl From<io::Error> for AppError {
+    fn from(e: io::Error) -> AppError {
+        AppError::Io(e)
+    }
+}
+
+/// For the callers whose own errors are still messages.
+impl From<AppError> for String {
+    fn from(e: AppError) -> String {
+        e.to_string()
+    }
+}
+
+/// The download's file could not be written.
+fn save_error(path: &Path) -> impl Fn(io::Error) -> AppError + Copy + '_ {
+    move |error| AppError::Save {
+        path: path.to_owned(),
+        error,
+    }
+}
 
 pub struct ServeOptions {
     pub bind: SocketAddr,
@@ -49,19 +137,26 @@ pub fn run_serve(
     stop: &AtomicBool,
     ready: impl FnOnce(SocketAddr),
     tick: impl FnMut(&Server),
-) -> Result<ServeReport, String> {
-    let psk = Psk::from_secret(&opts.secret).map_err(|e| format!("secret: {e}"))?;
+) -> Result<ServeReport, AppError> {
+    let psk = Psk::from_secret(&opts.secret).map_err(AppError::Secret)?;
     let source: Arc<dyn Source + Sync> = match &opts.file {
-        Some(p) => Arc::new(FileSource::open(p).map_err(|e| format!("file {}: {e}", p.display()))?),
+        Some(p) => Arc::new(FileSource::open(p).map_err(|error| AppError::File {
+            path: p.clone(),
+            error,
+        })?),
         None => Arc::new(Pattern { len: opts.size }),
     };
     let mut server = Server::new(psk, opts.server, source)?;
     if let Some(f) = opts.factory {
         server = server.with_scheduler(f);
     }
-    let socket = UdpSocket::bind(opts.bind).map_err(|e| bind_error("bind", opts.bind, &e))?;
+    let socket = UdpSocket::bind(opts.bind).map_err(|error| AppError::Bind {
+        what: "bind",
+        addr: opts.bind,
+        error,
+    })?;
     ready(socket.local_addr().unwrap_or(opts.bind));
-    serve(&socket, &mut server, stop, tick).map_err(|e| e.to_string())?;
+    serve(&socket, &mut server, stop, tick)?;
     Ok(ServeReport {
         drops: server.drops,
         answers: server.answers,
@@ -269,8 +364,8 @@ pub fn part_path(file: &Path) -> PathBuf {
 
 /// The partial file, opened to continue it (`resume`) or anew; its length and the hash of
 /// the bytes it already holds.
-fn open_part(part: &Path, resume: bool) -> Result<(File, u64, Sha256), String> {
-    let what = |e: io::Error| format!("save {}: {e}", part.display());
+fn open_part(part: &Path, resume: bool) -> Result<(File, u64, Sha256), AppError> {
+    let what = save_error(part);
     let mut hash = Sha256::new();
     if !resume {
         return Ok((File::create(part).map_err(what)?, 0, hash));
@@ -300,29 +395,28 @@ pub fn run_get(
     opts: GetOptions,
     stop: &AtomicBool,
     mut tick: impl FnMut(&Client, mpsched_core::Time),
-) -> Result<GetSummary, String> {
+) -> Result<GetSummary, AppError> {
     if opts.locals.is_empty() || opts.locals.len() > crate::server::MAX_PATHS {
-        return Err(format!(
-            "paths: 1 to {} local addresses, got {}",
-            crate::server::MAX_PATHS,
-            opts.locals.len()
-        ));
+        return Err(AppError::Paths(opts.locals.len()));
     }
-    let psk = Psk::from_secret(&opts.secret).map_err(|e| format!("secret: {e}"))?;
-    let sockets = client_sockets(&opts.locals, opts.server)
-        .map_err(|(local, e)| bind_error("path", local, &e))?;
+    let psk = Psk::from_secret(&opts.secret).map_err(AppError::Secret)?;
+    let sockets =
+        client_sockets(&opts.locals, opts.server).map_err(|(addr, error)| AppError::Bind {
+            what: "path",
+            addr,
+            error,
+        })?;
     let locals: Vec<SocketAddr> = sockets
         .iter()
         .map(|s| s.local_addr())
-        .collect::<io::Result<_>>()
-        .map_err(|e| e.to_string())?;
+        .collect::<io::Result<_>>()?;
     let part = opts.out.as_deref().map(part_path);
     let (mut out, offset, mut hash) = match &part {
         Some(p) => {
             let (f, len, hash) = open_part(p, opts.resume)?;
             (Some(io::BufWriter::new(f)), len, hash)
         }
-        None if opts.resume => return Err("resume: needs --save FILE (its FILE.part)".into()),
+        None if opts.resume => return Err(AppError::ResumeWithoutSave),
         None => (None, 0, Sha256::new()),
     };
     let clock = Clock::start();
@@ -375,8 +469,7 @@ pub fn run_get(
             }
             tick(client, now);
         },
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     let end = clock.now();
     let error = match how {
         End::Failed(f) => Some(f.message(opts.server)),
@@ -388,11 +481,10 @@ pub fn run_get(
     if let (Some(w), Some(part), Some(file)) = (out, &part, &opts.out) {
         let f = w
             .into_inner()
-            .map_err(|e| format!("save {}: {e}", part.display()))?;
-        f.sync_all()
-            .map_err(|e| format!("save {}: {e}", part.display()))?;
+            .map_err(|e| save_error(part)(e.into_error()))?;
+        f.sync_all().map_err(save_error(part))?;
         if whole && error.is_none() {
-            std::fs::rename(part, file).map_err(|e| format!("save {}: {e}", file.display()))?;
+            std::fs::rename(part, file).map_err(save_error(file))?;
         } else {
             kept = Some((part.clone(), offset + bytes));
         }
@@ -457,4 +549,71 @@ pub fn parse_params(pairs: &[(String, String)]) -> SchedParams {
             .unwrap_or_else(|_| ParamValue::Str(v.clone()));
         p.with(k, value)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECRET: &[u8] = b"buSuzgbRxSxu93c2DEIjCzkDV70SLX6gxfQrEThmej0=";
+
+    fn get_options(locals: Vec<SocketAddr>, secret: &[u8]) -> GetOptions {
+        GetOptions {
+            server: "127.0.0.1:4433".parse().unwrap(),
+            locals,
+            secret: Zeroizing::new(secret.to_vec()),
+            out: None,
+            resume: false,
+            idle_timeout: crate::server::IDLE_TIMEOUT,
+            rcvbuf: 1 << 20,
+            duration: None,
+            trace: false,
+            aead: None,
+            ack_every: None,
+        }
+    }
+
+    /// Each refusal is its variant, displayed as the message it always was (all of them
+    /// before any socket is bound).
+    #[test]
+    fn refusals_are_typed_and_say_why() {
+        let stop = AtomicBool::new(false);
+        let e = run_get(get_options(vec![], SECRET), &stop, |_, _| {}).unwrap_err();
+        assert!(matches!(e, AppError::Paths(0)), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "paths: 1 to {} local addresses, got 0",
+                crate::server::MAX_PATHS
+            )
+        );
+        let local = vec!["127.0.0.1:0".parse().unwrap()];
+        let e = run_get(get_options(local, b"hunter2"), &stop, |_, _| {}).unwrap_err();
+        assert!(
+            matches!(e, AppError::Secret(SecretError::Length(7))),
+            "{e:?}"
+        );
+        assert!(
+            e.to_string()
+                .starts_with("secret: the secret has 7 characters;"),
+            "{e}"
+        );
+        let opts = ServeOptions {
+            bind: "127.0.0.1:0".parse().unwrap(),
+            secret: Zeroizing::new(SECRET.to_vec()),
+            file: Some("/nonexistent/mpsched-served".into()),
+            size: None,
+            server: ServerConfig::default(),
+            factory: None,
+        };
+        let e = run_serve(opts, &stop, |_| panic!("not ready"), |_| {}).unwrap_err();
+        assert!(
+            matches!(&e, AppError::File { error, .. } if error.kind() == io::ErrorKind::NotFound),
+            "{e:?}"
+        );
+        assert!(
+            String::from(e).starts_with("file /nonexistent/mpsched-served: "),
+            "as before"
+        );
+    }
 }

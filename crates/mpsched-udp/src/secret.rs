@@ -8,7 +8,8 @@
 
 use blake2::{Blake2s256, Digest};
 use std::fmt;
-use std::path::Path;
+use std::io;
+use std::path::{Path, PathBuf};
 use zeroize::{Zeroize, Zeroizing};
 
 /// Bytes of a secret.
@@ -17,6 +18,76 @@ pub const SECRET_LEN: usize = 32;
 /// Fewer distinct byte values than this in 32 bytes: made by hand, not drawn at random (32
 /// random bytes have fewer than 16 distinct values with probability below 10^-9).
 const MIN_DISTINCT: usize = 16;
+
+/// What to do about a secret refused.
+const HINT: &str = "make one with `mpsched keygen`";
+
+/// A secret or key file refused, or no secret made: why. Displayed as the messages always
+/// were; a secret's own refusals end with how to make one.
+#[derive(Debug)]
+pub enum SecretError {
+    /// The system gave no random bytes (`Secret::generate`); the reason as it said it.
+    Random(String),
+    /// The text has `n` characters (white space around it aside), neither base64's 44 (or 43)
+    /// nor hex's 64.
+    Length(usize),
+    /// The length of base64 or hex, but not 32 bytes in either.
+    Encoding,
+    /// Only `distinct` distinct byte values: made by hand, not drawn at random.
+    NotRandom { distinct: usize },
+    /// The key file could not be looked at.
+    KeyFile { path: PathBuf, error: io::Error },
+    /// The key file's permissions (`mode`) let group or others read it.
+    KeyFileOpen { path: PathBuf, mode: u32 },
+}
+
+impl fmt::Display for SecretError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SecretError::Random(e) => write!(f, "random bytes: {e}"),
+            SecretError::Length(n) => write!(
+                f,
+                "the secret has {n} characters; it must be 32 bytes in base64 (44 characters) \
+                 or hex (64): {HINT}"
+            ),
+            SecretError::Encoding => write!(
+                f,
+                "the secret is neither base64 nor hex of 32 bytes: {HINT}"
+            ),
+            SecretError::NotRandom { distinct } => write!(
+                f,
+                "the secret has only {distinct} distinct byte values: it was not drawn at \
+                 random; {HINT}"
+            ),
+            SecretError::KeyFile { path, error } => {
+                write!(f, "key file {}: {error}", path.display())
+            }
+            SecretError::KeyFileOpen { path, mode } => write!(
+                f,
+                "key file {}: permissions {mode:04o} are too open (group or others may read \
+                 it); `chmod 600 {}`",
+                path.display(),
+                path.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SecretError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SecretError::KeyFile { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+}
+
+/// For the callers whose own errors are still messages.
+impl From<SecretError> for String {
+    fn from(e: SecretError) -> String {
+        e.to_string()
+    }
+}
 
 /// The 32 bytes of the secret. Wiped when dropped.
 #[derive(Clone)]
@@ -30,35 +101,27 @@ impl fmt::Debug for Secret {
 
 impl Secret {
     /// 32 fresh random bytes (`mpsched keygen`).
-    pub fn generate() -> Result<Secret, String> {
+    pub fn generate() -> Result<Secret, SecretError> {
         let mut b = Zeroizing::new([0u8; SECRET_LEN]);
-        getrandom::getrandom(b.as_mut()).map_err(|e| format!("random bytes: {e}"))?;
+        getrandom::getrandom(b.as_mut()).map_err(|e| SecretError::Random(e.to_string()))?;
         Ok(Secret(b))
     }
 
     /// The secret from its text (a key file's content, `$MPSCHED_SECRET`): 32 bytes in base64
     /// (44 characters) or hex (64), surrounding white space ignored.
-    pub fn parse(text: &[u8]) -> Result<Secret, String> {
+    pub fn parse(text: &[u8]) -> Result<Secret, SecretError> {
         let text = text.trim_ascii();
-        let hint = "make one with `mpsched keygen`";
         let bytes = match text.len() {
             64 => decode_hex(text),
             43 | 44 => decode_base64(text),
-            n => {
-                return Err(format!(
-                    "the secret has {n} characters; it must be 32 bytes in base64 (44 \
-                     characters) or hex (64): {hint}"
-                ))
-            }
+            n => return Err(SecretError::Length(n)),
         }
-        .ok_or_else(|| format!("the secret is neither base64 nor hex of 32 bytes: {hint}"))?;
+        .ok_or(SecretError::Encoding)?;
         let mut distinct = [false; 256];
         bytes.iter().for_each(|&b| distinct[usize::from(b)] = true);
         let n = distinct.iter().filter(|&&d| d).count();
         if n < MIN_DISTINCT {
-            return Err(format!(
-                "the secret has only {n} distinct byte values: it was not drawn at random; {hint}"
-            ));
+            return Err(SecretError::NotRandom { distinct: n });
         }
         Ok(Secret(bytes))
     }
@@ -75,17 +138,18 @@ impl Secret {
 
 /// Refuses a key file that group or others may read (the secret would not be secret), as
 /// ssh refuses such private keys.
-pub fn check_key_file(path: &Path) -> Result<(), String> {
+pub fn check_key_file(path: &Path) -> Result<(), SecretError> {
     use std::os::unix::fs::PermissionsExt;
-    let meta = std::fs::metadata(path).map_err(|e| format!("key file {}: {e}", path.display()))?;
+    let meta = std::fs::metadata(path).map_err(|error| SecretError::KeyFile {
+        path: path.to_owned(),
+        error,
+    })?;
     let mode = meta.permissions().mode() & 0o777;
     if mode & 0o077 != 0 {
-        return Err(format!(
-            "key file {}: permissions {mode:04o} are too open (group or others may read it); \
-             `chmod 600 {}`",
-            path.display(),
-            path.display()
-        ));
+        return Err(SecretError::KeyFileOpen {
+            path: path.to_owned(),
+            mode,
+        });
     }
     Ok(())
 }
@@ -199,7 +263,7 @@ mod tests {
             b"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
             b"zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz",
         ] {
-            let e = Secret::parse(bad).unwrap_err();
+            let e = Secret::parse(bad).unwrap_err().to_string();
             assert!(e.contains("mpsched keygen"), "{e}");
         }
     }
@@ -222,9 +286,54 @@ mod tests {
             let r = check_key_file(&f);
             assert_eq!(r.is_ok(), ok, "{mode:o}: {r:?}");
             if let Err(e) = r {
+                let e = e.to_string();
                 assert!(e.contains("too open") && e.contains("chmod 600"), "{e}");
             }
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Each refusal is its variant, displayed as the message it always was.
+    #[test]
+    fn refusals_are_typed_and_say_why() {
+        let e = Secret::parse(b"hunter2").unwrap_err();
+        assert!(matches!(e, SecretError::Length(7)), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "the secret has 7 characters; it must be 32 bytes in base64 (44 characters) or hex \
+             (64): make one with `mpsched keygen`"
+        );
+        let e = Secret::parse(&[b'z'; 64]).unwrap_err();
+        assert!(matches!(e, SecretError::Encoding), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "the secret is neither base64 nor hex of 32 bytes: make one with `mpsched keygen`"
+        );
+        let e = Secret::parse(&[b'a'; 64]).unwrap_err();
+        assert!(matches!(e, SecretError::NotRandom { distinct: 1 }), "{e:?}");
+        assert_eq!(
+            String::from(e),
+            "the secret has only 1 distinct byte values: it was not drawn at random; make one \
+             with `mpsched keygen`"
+        );
+        let missing = Path::new("/nonexistent/mpsched-key");
+        let e = check_key_file(missing).unwrap_err();
+        assert!(
+            matches!(&e, SecretError::KeyFile { path, error }
+                if path == missing && error.kind() == io::ErrorKind::NotFound),
+            "{e:?}"
+        );
+        assert!(e
+            .to_string()
+            .starts_with("key file /nonexistent/mpsched-key: "));
+        let e = SecretError::KeyFileOpen {
+            path: "k".into(),
+            mode: 0o644,
+        };
+        assert_eq!(
+            e.to_string(),
+            "key file k: permissions 0644 are too open (group or others may read it); \
+             `chmod 600 k`"
+        );
     }
 }

@@ -37,6 +37,7 @@ use mpsched_core::subflow::tx::LossRecovery;
 use mpsched_core::units::Bytes;
 use mpsched_core::{Dur, Time};
 use std::collections::{HashMap, VecDeque};
+use std::fmt;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -83,6 +84,45 @@ impl Default for ServerConfig {
             cookie_share: 0.25,
             aead: None,
         }
+    }
+}
+
+/// A `ServerConfig` refused: the scheduler or the congestion control it names. Displayed as
+/// the messages always were.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ServerConfigError {
+    /// The scheduler cannot be built (`scheduler`, `scheduler_params`).
+    Scheduler(sched::BuildError),
+    /// No congestion control has this name (`congestion`).
+    Congestion(String),
+}
+
+impl fmt::Display for ServerConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ServerConfigError::Scheduler(e) => e.fmt(f),
+            ServerConfigError::Congestion(name) => write!(
+                f,
+                "unknown congestion control '{name}' (known: {})",
+                CcKind::known()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ServerConfigError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ServerConfigError::Scheduler(e) => Some(e),
+            ServerConfigError::Congestion(_) => None,
+        }
+    }
+}
+
+/// For the callers whose own errors are still messages.
+impl From<ServerConfigError> for String {
+    fn from(e: ServerConfigError) -> String {
+        e.to_string()
     }
 }
 
@@ -164,15 +204,11 @@ impl Server {
         psk: Psk,
         cfg: ServerConfig,
         source: Arc<dyn Source + Sync>,
-    ) -> Result<Server, String> {
-        sched::build(&cfg.scheduler, &cfg.scheduler_params).map_err(|e| e.to_string())?;
-        CcKind::parse(&cfg.congestion).ok_or_else(|| {
-            format!(
-                "unknown congestion control '{}' (known: {})",
-                cfg.congestion,
-                CcKind::known()
-            )
-        })?;
+    ) -> Result<Server, ServerConfigError> {
+        sched::build(&cfg.scheduler, &cfg.scheduler_params)
+            .map_err(ServerConfigError::Scheduler)?;
+        CcKind::parse(&cfg.congestion)
+            .ok_or_else(|| ServerConfigError::Congestion(cfg.congestion.clone()))?;
         Ok(Server {
             psk,
             cfg,
@@ -881,5 +917,50 @@ fn stats_frame(sender: &Sender) -> Frame<'static> {
     Frame::Stats {
         count: count as u8,
         subflows,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::Pattern;
+
+    fn refusal(cfg: ServerConfig) -> ServerConfigError {
+        let psk = Psk::from_secret(b"buSuzgbRxSxu93c2DEIjCzkDV70SLX6gxfQrEThmej0=").unwrap();
+        Server::new(psk, cfg, Arc::new(Pattern { len: None }))
+            .err()
+            .expect("refused")
+    }
+
+    /// Each refusal is its variant, displayed as the message it always was.
+    #[test]
+    fn a_bad_scheduler_or_congestion_control_is_refused() {
+        let e = refusal(ServerConfig {
+            congestion: "vegas".into(),
+            ..ServerConfig::default()
+        });
+        assert_eq!(e, ServerConfigError::Congestion("vegas".into()));
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "unknown congestion control 'vegas' (known: {})",
+                CcKind::known()
+            )
+        );
+        let e = refusal(ServerConfig {
+            scheduler: "nope".into(),
+            ..ServerConfig::default()
+        });
+        assert!(
+            matches!(
+                &e,
+                ServerConfigError::Scheduler(sched::BuildError::UnknownScheduler(_))
+            ),
+            "{e:?}"
+        );
+        assert!(
+            String::from(e).starts_with("unknown scheduler 'nope' (known: "),
+            "as the core says it"
+        );
     }
 }

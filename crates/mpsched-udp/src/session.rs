@@ -15,7 +15,7 @@
 
 use crate::aead::{self, Direction, Offer, Opener, Sealer, Suite};
 use crate::replay::ReplayWindow;
-use crate::secret::{derive, Secret};
+use crate::secret::{derive, Secret, SecretError};
 use crate::wire::{
     Frame, Header, Kind, WireError, HANDSHAKE_HEADER_LEN, HEADER_LEN, MAX_PATHS, PN_LIMIT, TAG_LEN,
 };
@@ -79,7 +79,7 @@ impl Psk {
     }
 
     /// The keys of a secret given as text (`Secret::parse`).
-    pub fn from_secret(text: &[u8]) -> Result<Psk, String> {
+    pub fn from_secret(text: &[u8]) -> Result<Psk, SecretError> {
         Ok(Psk::new(&Secret::parse(text)?))
     }
 
