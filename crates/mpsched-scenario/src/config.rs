@@ -41,7 +41,7 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-/// For the callers whose own errors are still messages (the simulator's `Result<_, String>`).
+/// For callers that report messages (tests, binaries printing a line).
 impl From<ConfigError> for String {
     fn from(e: ConfigError) -> String {
         e.to_string()
