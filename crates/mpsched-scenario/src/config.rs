@@ -310,16 +310,19 @@ const HOUR_NS: u64 = 3_600_000_000_000;
 /// direction and `KEY_up` for the ACKs', `KEY` being the field's name without its unit
 /// (`jitter_ns`: `jitter`, a duration), each direction its own value, the field's default
 /// when left out. `LinkSpec::validate` checks the range for both.
-pub const LINK_KNOBS: &[Knob] = &[Knob {
-    key: "jitter_ns",
-    get: |l| l.jitter_ns.into(),
-    min: None,
-    max: Some(HOUR_NS as f64),
-    meaning: "Standard deviation of each data packet's propagation delay (normal, cut at 4 \
-              sigma and at zero, like netem's `delay D J distribution normal`); unless \
-              `reorder`, packets never overtake: one drawn to arrive before the packet ahead \
-              waits for it (netem with a rate, or a FIFO behind it).",
-}];
+pub const LINK_KNOBS: &[Knob] = &[
+    // In the order the scenario reference lists them.
+    Knob {
+        key: "jitter_ns",
+        get: |l| l.jitter_ns.into(),
+        min: None,
+        max: Some(HOUR_NS as f64),
+        meaning: "Standard deviation of each data packet's propagation delay (normal, cut at 4 \
+                  sigma and at zero, like netem's `delay D J distribution normal`); unless \
+                  `reorder`, packets never overtake: one drawn to arrive before the packet \
+                  ahead waits for it (netem with a rate, or a FIFO behind it).",
+    },
+];
 
 /// A link knob (`LINK_KNOBS`).
 #[derive(Clone, Copy, Debug)]
