@@ -89,6 +89,27 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
     yield fake_native
 
 
+@pytest.fixture
+def scenario_with_knobs(monkeypatch: pytest.MonkeyPatch):
+    """``with_knobs(knobs)``: the package ``mpsched.scenario`` imported afresh, with its link
+    models built from ``knobs`` (``contract.LinkKnob``s) instead of the native module's link
+    knobs: what Python makes of the contract after a knob is added in Rust or removed. The
+    package imported before is back after the test."""
+    import importlib
+
+    import mpsched
+    from mpsched import contract
+
+    def with_knobs(knobs: object) -> ModuleType:
+        monkeypatch.setattr(contract, "link_knobs", lambda: tuple(knobs))  # type: ignore[arg-type]
+        monkeypatch.setattr(mpsched, "scenario", importlib.import_module("mpsched.scenario"))
+        for name in [n for n in sys.modules if n.split(".")[:2] == ["mpsched", "scenario"]]:
+            monkeypatch.delitem(sys.modules, name)
+        return importlib.import_module("mpsched.scenario")
+
+    return with_knobs
+
+
 def ctrl_c_reaches() -> None:
     """``preexec_fn`` for a child the test will Ctrl-C: a background job of a shell without job
     control (a CI script started with ``&``) runs with SIGINT ignored, and a child inherits

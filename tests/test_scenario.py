@@ -5,10 +5,18 @@ from typing import Any
 
 import pytest
 
-from mpsched import ScenarioError, load, to_native
+from mpsched import ScenarioError, contract, load, to_native
 from mpsched.scenario import default_scenario_text, parse_set, parse_value
 
 from .conftest import ROOT, SCENARIOS
+
+
+def _direction(**keys: Any) -> dict[str, Any]:
+    """A link direction as the normalized scenario has it: ``keys``, and every link knob the
+    contract lists (``jitter_ns``, ...) at its default, so that a knob added in Rust changes no
+    test here."""
+    return {**{k.key: k.default for k in contract.link_knobs()}, **keys}
+
 
 MINIMAL = """
 [[path]]
@@ -39,38 +47,34 @@ STMS_NATIVE: dict[str, Any] = {
     "paths": [
         {
             "name": "wifi",
-            "down": {
-                "rate_bps": 30_000_000,
-                "delay_ns": 10_000_000,
-                "loss": 0.0001,
-                "queue": {"time_ns": 50_000_000},
-                "jitter_ns": 0,
-            },
-            "up": {
-                "rate_bps": 30_000_000,
-                "delay_ns": 10_000_000,
-                "loss": 0.0,
-                "queue": {"time_ns": 50_000_000},
-                "jitter_ns": 0,
-            },
+            "down": _direction(
+                rate_bps=30_000_000,
+                delay_ns=10_000_000,
+                loss=0.0001,
+                queue={"time_ns": 50_000_000},
+            ),
+            "up": _direction(
+                rate_bps=30_000_000,
+                delay_ns=10_000_000,
+                loss=0.0,
+                queue={"time_ns": 50_000_000},
+            ),
             "schedule": [],
         },
         {
             "name": "lte",
-            "down": {
-                "rate_bps": 30_000_000,
-                "delay_ns": 50_000_000,
-                "loss": 0.0001,
-                "queue": {"time_ns": 500_000_000},
-                "jitter_ns": 0,
-            },
-            "up": {
-                "rate_bps": 30_000_000,
-                "delay_ns": 50_000_000,
-                "loss": 0.0,
-                "queue": {"time_ns": 500_000_000},
-                "jitter_ns": 0,
-            },
+            "down": _direction(
+                rate_bps=30_000_000,
+                delay_ns=50_000_000,
+                loss=0.0001,
+                queue={"time_ns": 500_000_000},
+            ),
+            "up": _direction(
+                rate_bps=30_000_000,
+                delay_ns=50_000_000,
+                loss=0.0,
+                queue={"time_ns": 500_000_000},
+            ),
             "schedule": [],
         },
     ],
@@ -155,20 +159,18 @@ def test_asymmetric_path_and_schedule() -> None:
     jitter = "4ms"
     """
     path = to_native(load(text))["paths"][0]
-    assert path["down"] == {
-        "rate_bps": 50_000_000,
-        "delay_ns": 250_000_000,
-        "loss": 0.01,
-        "queue": {"bytes": 64_000},
-        "jitter_ns": 0,
-    }
-    assert path["up"] == {
-        "rate_bps": 5_000_000,
-        "delay_ns": 50_000_000,
-        "loss": 0.001,
-        "queue": {"packets": 20},
-        "jitter_ns": 0,
-    }
+    assert path["down"] == _direction(
+        rate_bps=50_000_000,
+        delay_ns=250_000_000,
+        loss=0.01,
+        queue={"bytes": 64_000},
+    )
+    assert path["up"] == _direction(
+        rate_bps=5_000_000,
+        delay_ns=50_000_000,
+        loss=0.001,
+        queue={"packets": 20},
+    )
     nothing = {"jitter_down_ns": None, "jitter_up_ns": None}
     assert path["schedule"] == [
         {

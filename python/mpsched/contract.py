@@ -1,7 +1,8 @@
 """The simulator's contract, as the native module publishes it (``_native.contract()``).
 
 What a scenario may name (schedulers and their parameters, congestion controls, stacks, loss
-recoveries, workloads) and what a run returns (the summary's fields and the trace tables'
+recoveries, workloads), the link knobs a scenario file's keys are derived from, and what a run
+returns (the summary's fields and the trace tables'
 columns, each with its type, unit and meaning) are declared once, in Rust. Everything in
 Python that lists them (validation choices, the sweep's columns, the testbed's summary, the
 trace schema, the printed summary, the docs) reads them from here.
@@ -19,11 +20,13 @@ from mpsched import _native
 __all__ = [
     "RECORDS",
     "Field",
+    "LinkKnob",
     "Table",
     "complete",
     "congestion_controls",
     "contract",
     "fields",
+    "link_knobs",
     "names",
     "quantile_fields",
     "scalar_fields",
@@ -56,6 +59,19 @@ class Table(NamedTuple):
     columns: tuple[Field, ...]
 
 
+class LinkKnob(NamedTuple):
+    """A plain scalar of one link direction (``mpsched_scenario::config::LINK_KNOBS``), from
+    which :mod:`mpsched.scenario.knobs` derives a scenario file's keys."""
+
+    key: str  # the field of a direction's JSON: "jitter_ns"
+    type: str  # "int", "float" or "bool"
+    unit: str  # "ns", "bps", "bytes" (an int), else ""
+    default: int | float | bool  # what a direction without the field has
+    min: float  # the least it may be, in its unit
+    max: float | None  # the most, if bounded beyond its type
+    meaning: str  # of the data direction's key
+
+
 @cache
 def contract() -> dict[str, Any]:
     """The whole contract as the native module returns it (parsed once)."""
@@ -72,6 +88,11 @@ def schedulers() -> list[dict[str, Any]]:
     """Every registered scheduler: name, aliases, description, source, params (key, default,
     meaning)."""
     return contract()["schedulers"]
+
+
+def link_knobs() -> tuple[LinkKnob, ...]:
+    """The link knobs, in the order the core declares them."""
+    return tuple(LinkKnob(**k) for k in contract()["link_knobs"])
 
 
 def scheduler_aliases() -> dict[str, str]:

@@ -22,7 +22,9 @@ class ScenarioError(ValueError):
 
 
 # The core's normalized keys and the scenario file's (python/mpsched/scenario/native.py writes
-# the one from the other): a message from the core names what the user wrote.
+# the one from the other): a message from the core names what the user wrote. The link knobs'
+# (`jitter_ns`: `jitter`, `jitter_up`) are derived from the contract, as their keys are
+# (python/mpsched/scenario/knobs.py).
 _LINK = {
     "down": {
         "rate_bps": "rate",
@@ -31,7 +33,6 @@ _LINK = {
         "loss_burst": "loss_burst",
         "gilbert_elliott": "gilbert_elliott",
         "queue": "queue",
-        "jitter_ns": "jitter",
         "reorder": "reorder",
         "trace_ms": "trace",
         "codel": "aqm",
@@ -44,7 +45,6 @@ _LINK = {
         "loss_burst": "ack_loss_burst",
         "gilbert_elliott": "ack_gilbert_elliott",
         "queue": "queue_up",
-        "jitter_ns": "jitter_up",
         "reorder": "reorder",
         "trace_ms": "trace_up",
         "codel": "aqm",
@@ -90,9 +90,13 @@ def toml_keys(message: str) -> str:
     """A message from the core with its normalized keys (``paths[0].down.jitter_ns``) written
     as the scenario file's (``path[0].jitter``)."""
 
+    from .scenario.knobs import toml_names
+
+    names = {d: {**_LINK[d], **toml_names(up=d == "up")} for d in _LINK}
+
     def link(m: re.Match[str]) -> str:
         table, i, direction, key = m.groups()
-        return f"{table[:-1]}[{i}].{_LINK[direction].get(key, key)}"
+        return f"{table[:-1]}[{i}].{names[direction].get(key, key)}"
 
     message = _PATH_LINK.sub(link, message)
     message = _PATH_CHANGE.sub(

@@ -13,19 +13,7 @@ pub const MIB: u64 = 1 << 20;
 
 /// One direction of a link: a rate, a one-way delay, a drop-tail queue, independent loss.
 pub fn link(rate_bps: u64, delay_ns: u64, queue: QueueSpec, loss: f64) -> LinkSpec {
-    LinkSpec {
-        rate_bps,
-        delay_ns,
-        loss,
-        queue,
-        jitter_ns: 0,
-        reorder: false,
-        loss_burst: None,
-        gilbert_elliott: None,
-        trace_ms: None,
-        codel: None,
-        fq_codel: None,
-    }
+    LinkSpec::new(rate_bps, delay_ns, queue, loss)
 }
 
 /// The path goes down (`up = false`) or comes back at `at_ns` (`state` in its schedule).

@@ -265,6 +265,9 @@ pub struct PathConfig {
     pub via: Vec<usize>,
 }
 
+/// One direction of a link. Its plain scalars with a `#[serde(default)]` (a number, a flag)
+/// are knobs when `LINK_KNOBS` lists them: a scenario file sets them by rule, with no Python
+/// written for them (docs/extending.md, "A link knob").
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LinkSpec {
@@ -296,6 +299,95 @@ pub struct LinkSpec {
     /// FQ-CoDel (RFC 8290) instead: per-flow CoDel queues served by deficit round robin.
     #[serde(default)]
     pub fq_codel: Option<CodelSpec>,
+}
+
+/// The longest delay or jitter a link takes: an hour.
+const HOUR_NS: u64 = 3_600_000_000_000;
+
+/// The link knobs: the plain scalars of `LinkSpec` that a scenario file sets by rule. The
+/// contract publishes each one with its type, unit and default, read from `LinkSpec` itself
+/// (`keys::link_knobs`), and Python derives the file's keys from it: `KEY` for the data
+/// direction and `KEY_up` for the ACKs', `KEY` being the field's name without its unit
+/// (`jitter_ns`: `jitter`, a duration), each direction its own value, the field's default
+/// when left out. `LinkSpec::validate` checks the range for both.
+pub const LINK_KNOBS: &[Knob] = &[
+    // In the order the scenario reference lists them.
+    Knob {
+        key: "jitter_ns",
+        get: |l| l.jitter_ns.into(),
+        min: None,
+        max: Some(HOUR_NS as f64),
+        meaning: "Standard deviation of each data packet's propagation delay (normal, cut at 4 \
+                  sigma and at zero, like netem's `delay D J distribution normal`); unless \
+                  `reorder`, packets never overtake: one drawn to arrive before the packet \
+                  ahead waits for it (netem with a rate, or a FIFO behind it).",
+    },
+];
+
+/// A link knob (`LINK_KNOBS`).
+#[derive(Clone, Copy, Debug)]
+pub struct Knob {
+    /// The field of `LinkSpec`: a duration `_ns`, a rate `_bps` or a size `_bytes` (integers),
+    /// else a plain integer, number or flag.
+    pub key: &'static str,
+    /// Its value in a direction (the compiler checks the field, and its type is the knob's).
+    pub get: fn(&LinkSpec) -> KnobValue,
+    /// The least it may be, in its unit; `None`: 0.
+    pub min: Option<f64>,
+    /// The most it may be, in its unit; `None`: no bound but its type's.
+    pub max: Option<f64>,
+    /// What it does, as the scenario reference says it of the data direction's key (the ACK
+    /// direction's is "The same for the ACK direction.").
+    pub meaning: &'static str,
+}
+
+/// A knob's value: the types a knob may have.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum KnobValue {
+    Int(u64),
+    Float(f64),
+    Bool(bool),
+}
+
+impl From<u64> for KnobValue {
+    fn from(v: u64) -> KnobValue {
+        KnobValue::Int(v)
+    }
+}
+
+impl From<f64> for KnobValue {
+    fn from(v: f64) -> KnobValue {
+        KnobValue::Float(v)
+    }
+}
+
+impl From<bool> for KnobValue {
+    fn from(v: bool) -> KnobValue {
+        KnobValue::Bool(v)
+    }
+}
+
+impl Knob {
+    /// Refuses a value out of the knob's range; `field` is the direction's (`paths[0].down`).
+    fn check(&self, link: &LinkSpec, field: &str) -> Result<(), ConfigError> {
+        let v = match (self.get)(link) {
+            KnobValue::Int(v) => v as f64,
+            KnobValue::Float(v) => v,
+            KnobValue::Bool(_) => return Ok(()),
+        };
+        let (min, max) = (self.min.unwrap_or(0.0), self.max.unwrap_or(f64::INFINITY));
+        if !(v >= min && v <= max) {
+            let range = match self.max {
+                Some(max) => format!("in [{min}, {max}]"),
+                None => format!(">= {min}"),
+            };
+            return Err(bad(
+                format!("{field}.{}", self.key),
+                format!("must be {range}, got {v}"),
+            ));
+        }
+        Ok(())
+    }
 }
 
 #[derive(Clone, Copy, Debug, Deserialize)]
@@ -446,6 +538,22 @@ impl FlowConfig {
 }
 
 impl LinkSpec {
+    /// A direction of `rate_bps`, `delay_ns`, `queue` and independent `loss`, the rest at the
+    /// defaults a scenario's JSON gets when it leaves them out (serde's, so a field added
+    /// with its `#[serde(default)]` needs nothing here).
+    pub fn new(rate_bps: u64, delay_ns: u64, queue: QueueSpec, loss: f64) -> LinkSpec {
+        let required = serde_json::json!({
+            "rate_bps": 0, "delay_ns": 0, "loss": 0.0, "queue": {"packets": 0}
+        });
+        let mut link: LinkSpec =
+            serde_json::from_value(required).expect("every other field has a default");
+        link.rate_bps = rate_bps;
+        link.delay_ns = delay_ns;
+        link.queue = queue;
+        link.loss = loss;
+        link
+    }
+
     pub fn to_link(&self) -> LinkConfig {
         LinkConfig {
             rate: Rate::bps(self.rate_bps),
@@ -513,11 +621,11 @@ impl LinkSpec {
         if let Some(ms) = &self.trace_ms {
             Opportunities::from_millis(ms).map_err(|e| bad(format!("{field}.trace_ms"), e))?;
         }
-        if self.delay_ns > 3_600_000_000_000 {
+        if self.delay_ns > HOUR_NS {
             return Err(bad(format!("{field}.delay_ns"), "more than an hour"));
         }
-        if self.jitter_ns > 3_600_000_000_000 {
-            return Err(bad(format!("{field}.jitter_ns"), "more than an hour"));
+        for knob in LINK_KNOBS {
+            knob.check(self, field)?;
         }
         Ok(())
     }

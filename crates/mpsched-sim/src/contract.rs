@@ -70,6 +70,10 @@ pub struct Contract {
     /// The normalized scenario's tables and their keys (`mpsched_scenario::keys`), which
     /// Python's conversion must write.
     pub scenario_keys: Vec<(&'static str, &'static [&'static str])>,
+    /// The link knobs (`mpsched_scenario::config::LINK_KNOBS`): plain scalars of a link
+    /// direction, each with its type, unit, default, range and meaning, from which Python
+    /// derives a scenario file's keys (`python/mpsched/scenario/knobs.py`).
+    pub link_knobs: Vec<mpsched_scenario::keys::KnobEntry>,
     pub records: Records,
     pub traces: &'static [Table],
 }
@@ -191,6 +195,7 @@ pub fn contract() -> Contract {
         workloads: WORKLOADS,
         duration_units: mpsched_core::sched::params::DURATION_UNITS,
         scenario_keys: mpsched_scenario::keys::scenario_keys(),
+        link_knobs: mpsched_scenario::keys::link_knobs(),
         records: Records {
             summary: Summary::FIELDS,
             subflow: SubflowSummary::FIELDS,

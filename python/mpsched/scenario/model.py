@@ -9,7 +9,7 @@ module's contract; every check raises ``ValueError('<field>: <problem>')``, whic
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -42,6 +42,7 @@ from .fields import (
     choice,
     scheduler_choice,
 )
+from .knobs import derive
 
 __all__ = [
     "AQMS",
@@ -298,9 +299,12 @@ class GilbertElliott(_Model):
     """Loss probability in the bad state."""
 
 
-class LinkKeys(_Model):
+class _LinkKeys(_Model):
     """The keys of a link, one in each direction: a path's own or a shared ``[[link]]``.
     Quantities are stored in ns, bytes and bits per second."""
+
+    knobs: ClassVar[tuple[contract.LinkKnob, ...]] = ()
+    """The link knobs whose keys follow these (:func:`mpsched.scenario.knobs.derive`)."""
 
     name: Name
     """Its name."""
@@ -335,14 +339,6 @@ class LinkKeys(_Model):
     """Unset: independent ACK losses. Mean length of an ACK loss burst, in packets."""
     ack_gilbert_elliott: GilbertElliott | None = None
     """Unset: `ack_loss` and `ack_loss_burst`. The four-parameter chain for ACKs."""
-    jitter: NonNegativeDuration = "0s"  # type: ignore[assignment]
-    """Standard deviation of each data packet's propagation delay (normal, cut at 4 sigma and at
-    zero, like netem's `delay D J distribution normal`); unless `reorder`, packets never
-    overtake: one drawn to arrive before the packet ahead waits for it (netem with a rate, or
-    a FIFO behind it).
-    """
-    jitter_up: NonNegativeDuration = "0s"  # type: ignore[assignment]
-    """The same for the ACK direction."""
     reorder: Flag = False
     """The jitter may reorder, both directions: each packet arrives after its own delay draw,
     even before packets sent ahead of it (netem's `delay D J` without a rate); a delay cut in
@@ -370,7 +366,12 @@ class LinkKeys(_Model):
         return up, down
 
 
-class PathSpec(LinkKeys):
+# The hand-written keys, then the link knobs' (`jitter`, `jitter_up`, ...): each knob the
+# contract lists has its two keys derived from its entry (python/mpsched/scenario/knobs.py).
+LinkKeys = derive(_LinkKeys, contract.link_knobs())
+
+
+class PathSpec(LinkKeys):  # type: ignore[valid-type,misc]
     """One ``[[path]]`` table: the path's own link (the client's access: WiFi, LTE), then
     the shared links it lists in ``via``. Quantities are stored in ns, bytes and bits per
     second."""
@@ -389,7 +390,7 @@ class PathSpec(LinkKeys):
     while none is active (all stale or gone)."""
 
 
-class LinkSpec(LinkKeys):
+class LinkSpec(LinkKeys):  # type: ignore[valid-type,misc]
     """One ``[[link]]`` table: a link that paths share (a home's DSL line behind its WiFi, one
     bottleneck under two subflows, a core link), named in their ``via``. Its keys are a
     path's; it has no schedule. Quantities are stored in ns, bytes and bits per second."""

@@ -7,6 +7,7 @@ from typing import Any
 
 from .. import mahimahi
 from ..units import QueueLimit
+from . import knobs
 from .model import (
     GilbertElliott,
     LinkKeys,
@@ -24,7 +25,7 @@ def _link(
     delay: int,
     loss: tuple[float, float | None, GilbertElliott | None],
     queue: QueueLimit,
-    jitter: int,
+    knob_values: dict[str, Any],
     reorder: bool,
 ) -> dict[str, Any]:
     mean, burst, chain = loss
@@ -33,7 +34,8 @@ def _link(
         "delay_ns": delay,
         "loss": mean,
         "queue": queue.to_native(),
-        "jitter_ns": jitter,
+        # The link knobs (`jitter_ns`, ...), each in both directions: derived from the contract.
+        **knob_values,
     }
     # Only when set: independent loss keeps the normalized scenario it always had.
     if burst is not None:
@@ -93,7 +95,7 @@ def _directions(path: LinkKeys, table: str) -> dict[str, Any]:
         down_delay,
         (path.loss, path.loss_burst, path.gilbert_elliott),
         path.queue,
-        path.jitter,
+        knobs.native(path, up=False),
         path.reorder,
     )
     up = _link(
@@ -101,7 +103,7 @@ def _directions(path: LinkKeys, table: str) -> dict[str, Any]:
         up_delay,
         (path.ack_loss, path.ack_loss_burst, path.ack_gilbert_elliott),
         path.queue_up if path.queue_up is not None else path.queue,
-        path.jitter_up,
+        knobs.native(path, up=True),
         path.reorder,
     )
     if path.aqm != "droptail":

@@ -9,6 +9,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from . import fields as f
+from .knobs import KnobValidator
 from .model import (
     Connection,
     FlowSpec,
@@ -81,6 +82,8 @@ _TABLE_NAMES = {
 
 def _accepts(annotation: Any, metadata: list[Any]) -> str:
     for item in metadata:
+        if isinstance(item, KnobValidator):  # a link knob's: what its contract entry says
+            return item.accepts
         if isinstance(item, f.SchedulerChoice):
             if item.python:
                 return "a name from `mpsched schedulers`, or `FILE.py:Class`, `module:Class`"
