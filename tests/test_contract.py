@@ -149,6 +149,73 @@ def test_the_stub_classes_have_exactly_the_runtime_attributes() -> None:
         )
 
 
+def test_the_python_subflow_view_the_contract_and_the_stub_agree() -> None:
+    """`SubflowView`'s fields are declared once, in the core (crates/mpsched-core/src/sched/
+    mod.rs); the contract's `subflow_view`, the extension's `SubflowView` (pysched.rs builds it
+    from the same list) and the stub's class (`python -m mpsched.docgen`) are derived from them.
+    Each is compared with the contract here, the values by what a running scheduler sees."""
+    import ast
+
+    from mpsched.scheduler import MinRtt
+
+    declared = contract.subflow_view()
+    assert declared[0].name == "id" and {"srtt_ns", "available", "ca_state"} <= {
+        f.name for f in declared
+    }
+    runtime = {a for a in dir(_native.SubflowView) if not a.startswith("_")}
+    assert runtime == {f.name for f in declared}, (
+        f"module only {runtime - {f.name for f in declared}}, "
+        f"contract only {({f.name for f in declared}) - runtime}: rebuild the extension"
+    )
+    tree = ast.parse((ROOT / "python/mpsched/_native.pyi").read_text())
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "SubflowView")
+    stub = [
+        (n.target.id, ast.unparse(n.annotation))
+        for n in cls.body
+        if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
+    ]
+
+    def annotation(text: str) -> str:
+        return ast.unparse(ast.parse(text, mode="eval").body)
+
+    assert stub == [(f.name, annotation(f.annotation)) for f in declared], (
+        "the stub's SubflowView is stale: run `python -m mpsched.docgen`"
+    )
+
+    seen: dict[str, set[object]] = {f.name: set() for f in declared}
+
+    class Probe(MinRtt):
+        """MinRtt that looks at every view and penalizes the slow subflow now and then."""
+
+        calls = 0
+
+        def next(self, ctx):
+            self.calls += 1
+            for view in ctx.subflows:
+                for f in declared:
+                    value = getattr(view, f.name)
+                    kind = type(value).__name__
+                    seen[f.name].add(value if f.type.startswith("Literal") else kind)
+                assert view.available == (
+                    view.established and view.cwnd_space > 0 and view.ca_state != "loss"
+                )
+            if self.calls % 1000 == 0:
+                ctx.penalize(1)
+            return super().next(ctx)
+
+    mpsched.run(duration="5s", scheduler=Probe(), **{"path.wifi.loss": 0.02})
+    for f in declared:
+        if f.type.startswith("Literal"):
+            literal = ast.parse(f.type, mode="eval").body
+            assert isinstance(literal, ast.Subscript) and isinstance(literal.slice, ast.Tuple)
+            expected = {ast.literal_eval(e) for e in literal.slice.elts}
+            assert seen[f.name] <= expected and len(seen[f.name]) > 1, (f.name, seen[f.name])
+        else:
+            expected = {f.type} | ({"NoneType"} if f.nullable else set())
+            assert seen[f.name] <= expected, (f.name, seen[f.name])
+            assert seen[f.name] == expected or f.type == "bool", (f.name, seen[f.name])
+
+
 def test_a_scheduler_duration_needs_its_unit() -> None:
     """`adjust_interval = 60` is not read as seconds: the core refuses a bare duration, and
     the message names the key as the user wrote it."""

@@ -126,27 +126,52 @@ def bench_scenarios(names: list[str] = ...) -> str:
     name, description, simulated_s, events, data_packets, wall_s, sim_s_per_wall_s,
     data_packets_per_wall_s, events_per_wall_s, peak_rss_bytes."""
 
+# class SubflowView: written by `python -m mpsched.docgen` from the contract's subflow_view
+# (SubflowView in crates/mpsched-core/src/sched/mod.rs).
 @final
 class SubflowView:
     """One subflow as a Python scheduler sees it (read-only)."""
 
     id: int
+    """The subflow's index in the connection's subflows, as decisions name it."""
     established: bool
+    """The subflow has joined and may carry data (upstream: and is not stale)."""
     backup: bool
-    available: bool
+    """The subflow's path is a backup path."""
     cwnd: int
+    """Congestion window [segments]."""
     ssthresh: int
+    """Slow-start threshold [segments]."""
     in_flight: int
+    """Segments in flight (RFC 6675 pipe) [segments]."""
     cwnd_space: int
-    packets_out: int
-    sndbuf_bytes: int
+    """Free congestion-window space (0 while not established) [segments]."""
     srtt_ns: int
+    """Smoothed RTT, zero before the first sample [ns]."""
     rttvar_ns: int
+    """RTT variation (RFC 6298 RTTVAR) [ns]."""
     min_rtt_ns: int
+    """Smallest RTT sample, zero before the first [ns]."""
     delivery_rate_bps: int
-    pacing_rate_bps: int
+    """Latest delivery-rate sample (Linux `tcp_rate.c`) [bit/s]."""
+    packets_out: int
+    """Segments sent and not yet cumulatively ACKed (the subflow's queued data) [segments]."""
+    sndbuf_bytes: int
+    """The subflow socket's send buffer (`sk_sndbuf`), autotuned with its window [bytes]."""
     ca_state: Literal["open", "recovery", "loss"]
+    """Congestion state: open, recovery (fast recovery after a loss SACKs revealed) or loss (after a
+    retransmission timeout)."""
     last_penalized_ns: int | None
+    """When (virtual time) the subflow's window was last halved for blocking the connection, or none
+    [ns]."""
+    available: bool
+    """May carry a new segment now: established, window space, not recovering from a timeout (the
+    out-of-tree `mptcp_is_available`)."""
+    pacing_rate_bps: int
+    """Linux's pacing rate: cwnd x MSS / srtt, times 2 while cwnd is below half of ssthresh and 1.2
+    after (0 before an RTT sample) [bit/s]."""
+
+# end of the generated class SubflowView
 
 @final
 class SchedContext:

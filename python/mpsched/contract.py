@@ -22,6 +22,7 @@ __all__ = [
     "Field",
     "LinkKnob",
     "Table",
+    "ViewField",
     "complete",
     "congestion_controls",
     "contract",
@@ -33,6 +34,7 @@ __all__ = [
     "scheduler_aliases",
     "schedulers",
     "single_path_congestion",
+    "subflow_view",
     "tables",
 ]
 
@@ -70,6 +72,23 @@ class LinkKnob(NamedTuple):
     min: float  # the least it may be, in its unit
     max: float | None  # the most, if bounded beyond its type
     meaning: str  # of the data direction's key
+
+
+class ViewField(NamedTuple):
+    """One attribute of the subflow view a Python scheduler sees (``ctx.subflows[i]``)."""
+
+    name: str
+    type: str  # its Python type without None: "int", "bool", 'Literal["open", ...]'
+    nullable: bool
+    unit: str
+    meaning: str
+    rust: str  # the Rust field of SubflowView, or the method of a derived attribute
+    derived: bool
+
+    @property
+    def annotation(self) -> str:
+        """The Python annotation: ``int``, ``int | None``..."""
+        return f"{self.type} | None" if self.nullable else self.type
 
 
 @cache
@@ -155,3 +174,10 @@ def complete(summary: Mapping[str, Any], record: str = "summary") -> dict[str, A
         out[f.name] = value
     out.update({k: v for k, v in summary.items() if k not in out})
     return out
+
+
+@cache
+def subflow_view() -> tuple[ViewField, ...]:
+    """What a Python scheduler sees of each subflow (``_native.SubflowView``), as the core
+    declares ``SubflowView``: its fields in order, then the derived attributes."""
+    return tuple(ViewField(**f) for f in contract()["subflow_view"])

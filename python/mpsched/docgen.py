@@ -1,8 +1,9 @@
 """The reference pages written from the contract: ``docs/summary.md`` (every summary field)
-and ``docs/schedulers.md`` (every scheduler and congestion control with its parameters), and
-the column tables of ``docs/traces.md``, and ``docs/scenario.md`` (every scenario key, from
-the scenario's models). ``tests/test_contract.py`` fails when a page differs
-from what this writes; ``python -m mpsched.docgen`` rewrites them.
+and ``docs/schedulers.md`` (every scheduler and congestion control with its parameters, and
+the subflow view schedulers see), and the column tables of ``docs/traces.md``, and
+``docs/scenario.md`` (every scenario key, from the scenario's models); and the stub's
+``class SubflowView`` in ``python/mpsched/_native.pyi``. ``tests/test_contract.py`` fails when
+a page differs from what this writes; ``python -m mpsched.docgen`` rewrites them.
 
 The numbers the pages claim (``mpsched.docclaims``: a command and its output, marked ``check``,
 ``measured`` or ``manual``):
@@ -19,6 +20,7 @@ The numbers the pages claim (``mpsched.docclaims``: a command and its output, ma
 from __future__ import annotations
 
 import argparse
+import textwrap
 from pathlib import Path
 
 from mpsched import contract, traces
@@ -27,6 +29,13 @@ from mpsched.scenario.reference import scenario_markdown
 _GENERATED = "<!-- Written by `python -m mpsched.docgen` from the native module's contract. -->"
 _TRACES_START = "<!-- tables: generated -->"
 _TRACES_END = "<!-- end of generated tables -->"
+_STUB = Path(__file__).with_name("_native.pyi")
+_VIEW_START = (
+    "# class SubflowView: written by `python -m mpsched.docgen` from the contract's "
+    "subflow_view\n# (SubflowView in crates/mpsched-core/src/sched/mod.rs).\n"
+)
+_VIEW_END = "# end of the generated class SubflowView\n"
+_PLURAL = {"segment": "segments", "byte": "bytes"}
 
 _RECORD_TITLES = {
     "summary": ("The summary", "`mpsched run --json`, `summary.json`, `Result.summary`."),
@@ -44,6 +53,11 @@ _RECORD_TITLES = {
 
 def _type(f: contract.Field) -> str:
     return f"{f.type} or null" if f.nullable else f.type
+
+
+def _cell(text: str) -> str:
+    """``text`` for a Markdown table's cell (a pipe would end it)."""
+    return text.replace("|", "\\|")
 
 
 def summary_markdown() -> str:
@@ -93,6 +107,22 @@ def schedulers_markdown() -> str:
     for s in contract.schedulers():
         for p in s["params"]:
             out.append(f"| `{s['name']}` | `{p['key']}` | {p['default']} | {p['meaning']} |")
+    out += [
+        "",
+        "## The subflow view",
+        "",
+        "What a scheduler sees of each subflow: `SubflowView` in Rust (`ctx.subflows()`), "
+        "`ctx.subflows[i]` in Python, where durations and times are integers of nanoseconds "
+        "(`_ns`) and rates of bits per second (`_bps`). Derived attributes are methods in Rust.",
+        "",
+        "| attribute | Rust | type | unit | meaning |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    out += [
+        f"| `{f.name}` | `{f.rust}{'()' if f.derived else ''}` | `{_cell(f.annotation)}` "
+        f"| {f.unit} | {f.meaning} |"
+        for f in contract.subflow_view()
+    ]
     out += ["", "## Congestion controls", ""]
     out += ["| congestion | what it does | on one path | source |", "| --- | --- | --- | --- |"]
     out += [
@@ -111,13 +141,41 @@ def traces_page(current: str) -> str:
     return current[: start + len(_TRACES_START)] + "\n\n" + body + "\n" + current[end:]
 
 
+def subflow_view_stub() -> str:
+    """The stub's ``class SubflowView``, from the contract (markers included)."""
+    out = [
+        "@final",
+        "class SubflowView:",
+        '    """One subflow as a Python scheduler sees it (read-only)."""',
+        "",
+    ]
+    for f in contract.subflow_view():
+        doc = f.meaning[0].upper() + f.meaning[1:]
+        if f.unit:
+            doc += f" [{_PLURAL.get(f.unit, f.unit)}]"
+        out.append(f"    {f.name}: {f.annotation}")
+        out += textwrap.wrap(
+            f'"""{doc}."""', width=100, initial_indent="    ", subsequent_indent="    "
+        )
+    return _VIEW_START + "\n".join(out) + "\n\n" + _VIEW_END
+
+
+def stub(current: str) -> str:
+    """``_native.pyi`` with its generated ``class SubflowView`` replaced."""
+    start, end = current.find(_VIEW_START), current.find(_VIEW_END)
+    if start < 0 or end < start:
+        raise ValueError("_native.pyi lacks the generated class SubflowView's markers")
+    return current[:start] + subflow_view_stub() + current[end + len(_VIEW_END) :]
+
+
 def pages(docs: Path) -> dict[Path, str]:
-    """Every generated page, as it should read."""
+    """Every generated page, as it should read, and the stub."""
     return {
         docs / "summary.md": summary_markdown(),
         docs / "schedulers.md": schedulers_markdown(),
         docs / "traces.md": traces_page((docs / "traces.md").read_text()),
         docs / "scenario.md": scenario_markdown(),
+        _STUB: stub(_STUB.read_text()),
     }
 
 

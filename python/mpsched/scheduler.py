@@ -3,8 +3,9 @@
 A scheduler is an object with a ``next(ctx)`` method, called whenever some subflow may send.
 ``ctx`` (a :class:`mpsched._native.SchedContext`, valid only during the call) offers the same
 views as the Rust interface: ``ctx.subflows`` (each with ``id``, ``available``, ``cwnd``,
-``in_flight``, ``cwnd_space``, ``srtt_ns``, ``rttvar_ns``, ``min_rtt_ns``,
-``delivery_rate_bps``, ``pacing_rate_bps``, ``packets_out``, ``backup``, ``ca_state``...),
+``in_flight``, ``cwnd_space``, ``srtt_ns``, ``delivery_rate_bps``, ``ca_state``...: every
+attribute is in the stub's ``SubflowView`` and in docs/schedulers.md, both written from the
+core's declaration by ``python -m mpsched.docgen``),
 the unsent data (``first_unsent()``, ``unsent(limit)``), the window (``in_window(dseq)``,
 ``window_bytes``), what was sent where (``sent_on(dseq)``), the reinjection queue, and two
 actions: ``penalize(subflow)`` and ``record(key, value)`` (a value over time in the traces).

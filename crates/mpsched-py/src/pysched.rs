@@ -7,72 +7,65 @@
 //! ("new", "reinjection", "opportunistic", "redundant"). A Python exception, or a decision the
 //! connection cannot carry out, stops the scheduler; the run then raises that error.
 
-use mpsched_core::cc::CaState;
-use mpsched_core::sched::{Decision, Reason, SchedCtx, Scheduler, SubflowSet, SubflowView};
+use mpsched_core::sched::{
+    Decision, Reason, SchedCtx, Scheduler, SubflowSet, SubflowView, ViewValue,
+};
 use mpsched_core::Time;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
+use pyo3::IntoPyObjectExt;
 use std::cell::RefCell;
 use std::rc::Rc;
 
-/// One subflow as a Python scheduler sees it.
-#[pyclass(frozen, get_all, name = "SubflowView", module = "mpsched._native")]
-pub struct PySubflowView {
-    id: usize,
-    established: bool,
-    backup: bool,
-    available: bool,
-    cwnd: u32,
-    ssthresh: u32,
-    in_flight: u32,
-    cwnd_space: u32,
-    packets_out: u32,
-    sndbuf_bytes: u64,
-    srtt_ns: u64,
-    rttvar_ns: u64,
-    min_rtt_ns: u64,
-    delivery_rate_bps: u64,
-    pacing_rate_bps: u64,
-    ca_state: &'static str,
-    last_penalized_ns: Option<u64>,
+/// Defines `PySubflowView`, one subflow as a Python scheduler sees it, from the fields the core
+/// declares (`mpsched_core::subflow_view_fields!`, `SubflowView::FIELDS`), naming none of them.
+/// Each attribute holds its plain value (`ViewValue::plain`), computed once per view, and
+/// `get_all` reads it.
+macro_rules! py_subflow_view {
+    (
+        stored { $($field:ident => $py:ident : $ty:ty,)* }
+        derived { $($method:ident => $dpy:ident : $dty:ty,)* }
+    ) => {
+        /// One subflow as a Python scheduler sees it.
+        #[pyclass(frozen, get_all, name = "SubflowView", module = "mpsched._native")]
+        pub struct PySubflowView {
+            $( $py: $ty, )*
+            $( $dpy: $dty, )*
+        }
+
+        impl PySubflowView {
+            fn of(v: &SubflowView) -> PySubflowView {
+                PySubflowView {
+                    $( $py: ViewValue::plain(&v.$field), )*
+                    $( $dpy: ViewValue::plain(&v.$method()), )*
+                }
+            }
+
+            /// Every attribute, by name, as Python values.
+            fn items<'py>(&self, py: Python<'py>) -> PyResult<Vec<(&'static str, PyValue<'py>)>> {
+                Ok(vec![
+                    $( (stringify!($py), self.$py.into_bound_py_any(py)?), )*
+                    $( (stringify!($dpy), self.$dpy.into_bound_py_any(py)?), )*
+                ])
+            }
+        }
+    };
 }
 
-impl PySubflowView {
-    fn of(v: &SubflowView) -> PySubflowView {
-        PySubflowView {
-            id: v.id,
-            established: v.established,
-            backup: v.backup,
-            available: v.available(),
-            cwnd: v.cwnd,
-            ssthresh: v.ssthresh,
-            in_flight: v.in_flight,
-            cwnd_space: v.cwnd_space,
-            packets_out: v.packets_out,
-            sndbuf_bytes: v.sndbuf,
-            srtt_ns: v.srtt.as_nanos(),
-            rttvar_ns: v.rttvar.as_nanos(),
-            min_rtt_ns: v.min_rtt.as_nanos(),
-            delivery_rate_bps: v.delivery_rate_bps(),
-            pacing_rate_bps: v.pacing_rate_bps(),
-            ca_state: match v.ca_state {
-                CaState::Open => "open",
-                CaState::Recovery => "recovery",
-                CaState::Loss => "loss",
-            },
-            last_penalized_ns: v.last_penalized.map(|t| t.as_nanos()),
-        }
-    }
-}
+type PyValue<'py> = Bound<'py, PyAny>;
+
+mpsched_core::subflow_view_fields!(py_subflow_view);
 
 #[pymethods]
 impl PySubflowView {
-    fn __repr__(&self) -> String {
-        format!(
-            "SubflowView(id={}, available={}, cwnd={}, in_flight={}, srtt_ns={})",
-            self.id, self.available, self.cwnd, self.in_flight, self.srtt_ns
-        )
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let fields = self
+            .items(py)?
+            .into_iter()
+            .map(|(name, value)| Ok(format!("{name}={}", value.repr()?)))
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(format!("SubflowView({})", fields.join(", ")))
     }
 }
 

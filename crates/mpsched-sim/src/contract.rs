@@ -9,7 +9,7 @@ use crate::schema::{Field, Table};
 use crate::summary::{FlowSummary, Quantiles, SubflowSummary, Summary};
 use crate::trace_schema::TABLES;
 use mpsched_core::cc::CONGESTION_CONTROLS;
-use mpsched_core::sched::{aliases, registry};
+use mpsched_core::sched::{aliases, registry, SubflowView};
 use serde::Serialize;
 
 /// Bumped when a field changes meaning or goes away (adding one does not).
@@ -47,6 +47,21 @@ pub struct CongestionEntry {
     pub single_path: &'static str,
 }
 
+/// One attribute of the subflow view a Python scheduler sees (`SubflowView::FIELDS`).
+#[derive(Serialize)]
+pub struct ViewAttribute {
+    pub name: &'static str,
+    /// Its Python type, without `None` (`int`, `bool`, `Literal[...]`).
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub nullable: bool,
+    pub unit: &'static str,
+    pub meaning: &'static str,
+    /// The Rust field of `SubflowView`, or the method of a derived attribute.
+    pub rust: &'static str,
+    pub derived: bool,
+}
+
 #[derive(Serialize)]
 pub struct Records {
     pub summary: &'static [Field],
@@ -76,6 +91,9 @@ pub struct Contract {
     pub link_knobs: Vec<mpsched_scenario::keys::KnobEntry>,
     pub records: Records,
     pub traces: &'static [Table],
+    /// What a Python scheduler sees of each subflow (`ctx.subflows[i]`), declared with
+    /// `SubflowView` in the core.
+    pub subflow_view: Vec<ViewAttribute>,
 }
 
 /// The values of the scenario's enumerations (their serde names; a test checks that each one
@@ -203,6 +221,18 @@ pub fn contract() -> Contract {
             quantiles: Quantiles::FIELDS,
         },
         traces: TABLES,
+        subflow_view: SubflowView::FIELDS
+            .iter()
+            .map(|f| ViewAttribute {
+                name: f.name,
+                kind: f.py_type,
+                nullable: f.nullable,
+                unit: f.unit,
+                meaning: f.meaning,
+                rust: f.rust,
+                derived: f.derived,
+            })
+            .collect(),
     }
 }
 

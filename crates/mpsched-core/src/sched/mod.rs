@@ -16,6 +16,7 @@
 pub mod params;
 mod pick;
 mod registry;
+mod view;
 
 pub use crate::subflow::SubflowSet;
 pub use params::{ParamError, ParamInfo, ParamValue, SchedParams};
@@ -23,6 +24,7 @@ pub use pick::{
     backups_in_use, fastest_in_use, lowest_rtt_available, next_reinjection, reinjection_subflow,
 };
 pub use registry::{aliases, build, lookup, registry, BuildError};
+pub use view::{ViewField, ViewValue};
 
 use crate::cc::CaState;
 use crate::conn::data::DataQueue;
@@ -30,6 +32,7 @@ use crate::subflow::tx::RateSample;
 use crate::subflow::SubflowTx;
 use crate::time::{Dur, Time};
 use std::collections::VecDeque;
+use view::subflow_view;
 
 /// Why a segment is sent; the connection counts each kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,32 +57,53 @@ pub struct Decision {
     pub reason: Reason,
 }
 
-/// A read-only view of one subflow, what a scheduler may base its choice on. `Default` is a
-/// subflow not yet established, for tests to fill in what they need
-/// (`SubflowView { cwnd: 10, ..Default::default() }`).
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct SubflowView {
-    pub id: usize,
-    pub established: bool,
-    pub backup: bool,
-    pub cwnd: u32,
-    pub ssthresh: u32,
-    /// Segments in flight (RFC 6675 pipe).
-    pub in_flight: u32,
-    /// Free congestion-window space in segments.
-    pub cwnd_space: u32,
-    /// Smoothed RTT, zero before the first sample.
-    pub srtt: Dur,
-    pub rttvar: Dur,
-    pub min_rtt: Dur,
-    /// Latest delivery-rate sample (`delivery_rate_bps()` in bits per second).
-    pub delivery_rate: RateSample,
-    /// Segments sent and not yet cumulatively ACKed (the subflow's queued data).
-    pub packets_out: u32,
-    /// The subflow socket's send buffer (`sk_sndbuf`, bytes), autotuned with its window.
-    pub sndbuf: u64,
-    pub ca_state: CaState,
-    pub last_penalized: Option<Time>,
+subflow_view! {
+    /// A read-only view of one subflow, what a scheduler may base its choice on. `Default` is
+    /// a subflow not yet established, for tests to fill in what they need
+    /// (`SubflowView { cwnd: 10, ..Default::default() }`).
+    ///
+    /// Its fields are declared here once, each as `field: Type = [python_name, "unit",
+    /// "meaning"]`: Python schedulers see them too (as `python_name`: durations and times in
+    /// nanoseconds, rates in bits per second) after a rebuild of the extension, and
+    /// `python -m mpsched.docgen` writes them into the stub and the docs (`sched/view.rs`).
+    /// A field must be set in `SubflowView::of`, and kept fresh where its subflow changes
+    /// (the sender's tests compare every cached view with a fresh one).
+    #[derive(Clone, Copy, Debug, Default, PartialEq)]
+    pub struct SubflowView {
+        id: usize = [id, "",
+            "the subflow's index in the connection's subflows, as decisions name it"],
+        established: bool = [established, "",
+            "the subflow has joined and may carry data (upstream: and is not stale)"],
+        backup: bool = [backup, "", "the subflow's path is a backup path"],
+        cwnd: u32 = [cwnd, "segment", "congestion window"],
+        ssthresh: u32 = [ssthresh, "segment", "slow-start threshold"],
+        in_flight: u32 = [in_flight, "segment", "segments in flight (RFC 6675 pipe)"],
+        cwnd_space: u32 = [cwnd_space, "segment",
+            "free congestion-window space (0 while not established)"],
+        srtt: Dur = [srtt_ns, "ns", "smoothed RTT, zero before the first sample"],
+        rttvar: Dur = [rttvar_ns, "ns", "RTT variation (RFC 6298 RTTVAR)"],
+        min_rtt: Dur = [min_rtt_ns, "ns", "smallest RTT sample, zero before the first"],
+        delivery_rate: RateSample = [delivery_rate_bps, "bit/s",
+            "latest delivery-rate sample (Linux `tcp_rate.c`)"],
+        packets_out: u32 = [packets_out, "segment",
+            "segments sent and not yet cumulatively ACKed (the subflow's queued data)"],
+        sndbuf: u64 = [sndbuf_bytes, "byte",
+            "the subflow socket's send buffer (`sk_sndbuf`), autotuned with its window"],
+        ca_state: CaState = [ca_state, "",
+            "congestion state: open, recovery (fast recovery after a loss SACKs revealed) or \
+             loss (after a retransmission timeout)"],
+        last_penalized: Option<Time> = [last_penalized_ns, "ns",
+            "when (virtual time) the subflow's window was last halved for blocking the \
+             connection, or none"],
+    }
+    derived {
+        available: bool = [available, "",
+            "may carry a new segment now: established, window space, not recovering from a \
+             timeout (the out-of-tree `mptcp_is_available`)"],
+        pacing_rate_bps: u64 = [pacing_rate_bps, "bit/s",
+            "Linux's pacing rate: cwnd x MSS / srtt, times 2 while cwnd is below half of \
+             ssthresh and 1.2 after (0 before an RTT sample)"],
+    }
 }
 
 impl SubflowView {
