@@ -28,6 +28,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -362,11 +363,14 @@ def _run_block(claim: Claim, work: Path, env: dict[str, str], timeout: float) ->
 
 @dataclass
 class Outcome:
-    """What running one claim gave: each command's output and the seconds it took."""
+    """What running one claim gave: each command's output, the seconds it took, and the CPU
+    seconds its processes used (user + system: what "cheap" means, whatever else the machine
+    is doing)."""
 
     claim: Claim
     outputs: list[list[str]]
     seconds: float
+    cpu_seconds: float = 0.0
 
     def mismatches(self) -> list[Mismatch]:
         out = []
@@ -375,6 +379,12 @@ class Outcome:
             if command.shown is not None and not matches(command.shown, actual, self.claim.vary):
                 out.append(Mismatch(self.claim, command.text, command.shown, actual, self.seconds))
         return out
+
+
+def _children_cpu() -> float:
+    """CPU seconds used so far by this process's waited-for children and theirs."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def run_claims(
@@ -396,9 +406,11 @@ def run_claims(
         for claim in selected:
             if echo:
                 echo(f"{claim.where}: {claim.kind}: {claim.commands[0].text.splitlines()[0]}")
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), _children_cpu()
             outputs = _run_block(claim, work, env, timeout)
-            outcomes.append(Outcome(claim, outputs, time.perf_counter() - start))
+            outcomes.append(
+                Outcome(claim, outputs, time.perf_counter() - start, _children_cpu() - cpu)
+            )
         return outcomes
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -429,7 +441,7 @@ def regenerate_page(
     problems = []
     for outcome in outcomes:
         claim = outcome.claim
-        echo(f"{claim.where}: {outcome.seconds:.1f} s")
+        echo(f"{claim.where}: {outcome.seconds:.1f} s, {outcome.cpu_seconds:.1f} CPU-s")
         spans = iter(claim.spans)
         for command, output in zip(claim.commands, outcome.outputs, strict=True):
             if command.shown is None:
