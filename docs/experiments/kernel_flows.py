@@ -9,7 +9,8 @@ the same scenario, and the table compares what the acceptance names.
 ``rfc6356-tcp`` (a TCP connection in the MPTCP one's place), ``rfc6356-two-tcp`` (two, on
 the subflows' paths) and ``short-flows-dense`` (the
 flows arriving ten times as often) are controls. ``windows KERNEL_DIR MODEL_DIR`` compares the
-main connection's subflows' windows in an ``mpsched emulate --out`` and an ``mpsched run --out``.
+main connection's subflows' windows in an ``mpsched emulate --out`` and an ``mpsched run --out``;
+``losses KERNEL_DIR`` counts each kernel connection's loss events.
 
 Each run's summary goes to ``OUT/{model,kernel}-{i}.json``; ``--resume`` keeps those already
 there, ``--table`` only prints the table of what is there. Needs root (the kernel testbed).
@@ -227,9 +228,39 @@ def windows(kernel: Path, model: Path, after_s: float = 5.0) -> None:
         print(f"{side} goodput (Mbit/s): {rates}")
 
 
+def losses(kernel: Path, after_s: float = 2.0) -> None:
+    """Each kernel connection's loss events after ``after_s`` (a sample whose window fell with
+    a retransmission: a recovery began), from the server's 100-ms samples of the main
+    connection's subflows and of the competing flows; and how many of the bottleneck's
+    overflows (loss events of any connection within 200 ms of each other) each one lost in."""
+    server = json.loads((kernel / "raw" / "server.json").read_text())
+    series = {"MPTCP": server["samples"]}
+    series.update({f"flow {k}": v for k, v in server.get("flow_samples", {}).items()})
+    events: dict[str, list[float]] = {}
+    for name, samples in series.items():
+        prev: dict[str, list[Any]] = {}
+        for t, rows, _buffer in samples:
+            for row in rows:
+                key = f"{name} {row[0]}" if row[0] else name
+                p = prev.get(key)
+                # SAMPLED: snd_cwnd at 1, total_retrans at 6.
+                if p is not None and t >= after_s and row[1] < p[1] and row[6] > p[6]:
+                    events.setdefault(key, []).append(t)
+                prev[key] = row
+    times = sorted(t for ts in events.values() for t in ts)
+    overflows: list[float] = []
+    for t in times:
+        if not overflows or t - overflows[-1] > 0.2:
+            overflows.append(t)
+    print(f"{len(overflows)} overflows after {after_s:g} s")
+    for key, ts in sorted(events.items()):
+        hit = sum(any(abs(t - o) <= 0.2 for t in ts) for o in overflows)
+        print(f"{key}: {len(ts)} loss events, in {hit} of the {len(overflows)} overflows")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("experiment", choices=[*sorted(EXPERIMENTS), "windows"])
+    parser.add_argument("experiment", choices=[*sorted(EXPERIMENTS), "windows", "losses"])
     parser.add_argument(
         "dirs", nargs="*", type=Path, help="windows: the kernel's and the model's --out DIR"
     )
@@ -240,6 +271,9 @@ def main() -> None:
     if args.experiment == "windows":
         kernel, model = args.dirs
         windows(kernel, model)
+        return
+    if args.experiment == "losses":
+        losses(args.dirs[0])
         return
     if args.out is None:
         parser.error("--out DIR is needed")
