@@ -563,6 +563,31 @@ def _namespaces() -> set[str]:
     return {line.split()[0] for line in out.stdout.splitlines() if line.startswith("mpsemu-")}
 
 
+def _descends_from(pid: int, ancestor: int) -> bool:
+    while pid > 1:
+        if pid == ancestor:
+            return True
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            return False
+        pid = int(next(ln.split()[1] for ln in status.splitlines() if ln.startswith("PPid:")))
+    return False
+
+
+def _own_namespaces(pid: int) -> set[str]:
+    """The testbed namespaces in which a descendant of ``pid`` runs: the run that process
+    started, whatever other runs share the machine."""
+    own = set()
+    for name in _namespaces():
+        out = subprocess.run(
+            ["ip", "netns", "pids", name], capture_output=True, text=True, check=False
+        )
+        if any(_descends_from(int(p), pid) for p in out.stdout.split()):
+            own.add(name)
+    return own
+
+
 def _received_bytes(ns: str) -> int:
     """Bytes the devices of namespace ``ns`` (loopback aside) have received."""
     out = subprocess.run(
@@ -577,7 +602,6 @@ def _received_bytes(ns: str) -> int:
 @needs_mptcp
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_interrupted_run_leaves_nothing_behind(sig: signal.Signals) -> None:
-    before = _namespaces()
     env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
     proc = subprocess.Popen(
         [sys.executable, "-m", "mpsched", "emulate", str(ROOT / "scenarios" / "stms-lab.toml"),
@@ -590,7 +614,9 @@ def test_interrupted_run_leaves_nothing_behind(sig: signal.Signals) -> None:
     )  # fmt: skip
     try:
         end = time.monotonic() + 20
-        while len(new := _namespaces() - before) < 2 and time.monotonic() < end:
+        # Its own namespaces (each holds one of its load generators), not another run's that
+        # shares the machine.
+        while len(new := _own_namespaces(proc.pid)) < 2 and time.monotonic() < end:
             time.sleep(0.1)
         assert len(new) == 2, new
         run_id = next(iter(new)).split("-")[1]
@@ -627,7 +653,7 @@ def test_interrupted_run_leaves_nothing_behind(sig: signal.Signals) -> None:
     assert proc.returncode == 130, err
     assert "aborted" in err
     assert leftovers(run_id, [i for i in inodes if i]) == []
-    assert _namespaces() - before == set()
+    assert not {name for name in _namespaces() if name.startswith(f"mpsemu-{run_id}-")}
 
 
 # --- calibration ---

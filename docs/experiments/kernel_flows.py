@@ -6,6 +6,8 @@ the same scenario, and the table compares what the acceptance names.
     python docs/experiments/kernel_flows.py short-flows --out runs/kernel-short-flows
     python docs/experiments/kernel_flows.py rate-app --out runs/kernel-rate-app
 
+``rfc6356-rtt`` runs the first with the TCP flow's round trip 0-1.1 ms longer,
+``rfc6356-jitter`` with 1 ms of jitter on every access link.
 ``rfc6356-tcp`` (a TCP connection in the MPTCP one's place), ``rfc6356-two-tcp`` (two, on
 the subflows' paths) and ``short-flows-dense`` (the
 flows arriving ten times as often) are controls. ``windows KERNEL_DIR MODEL_DIR`` compares the
@@ -49,6 +51,44 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
             "connection.congestion": "cubic",
             "flow.0.congestion": "cubic",
             "duration": "60s",
+        },
+        "reps": [{"flow.0.start": p} for p in PHASES],
+        "metrics": {
+            "MPTCP Mbit/s": lambda s: s["flows"][0]["goodput_mbps"],
+            "TCP Mbit/s": lambda s: s["flows"][1]["goodput_mbps"],
+            "MPTCP/TCP": _ratio,
+        },
+    },
+    # The same with the TCP flow's round trip longer by 0-1.1 ms (its own access link's delay;
+    # one start phase): a drop-tail bottleneck serves one 1,500-byte packet in 0.6 ms, and
+    # which connection's packet meets a full queue depends on where in that time it arrives.
+    "rfc6356-rtt": {
+        "scenario": "python/mpsched/experiments/rfc6356-base.toml",
+        "set": {
+            "connection.scheduler": "linux",
+            "connection.congestion": "cubic",
+            "flow.0.congestion": "cubic",
+            "flow.0.start": "137ms",
+            "duration": "60s",
+        },
+        "reps": [{"path.tcp.rtt": f"{4000 + 100 * k}us"} for k in range(12)],
+        "metrics": {
+            "MPTCP Mbit/s": lambda s: s["flows"][0]["goodput_mbps"],
+            "TCP Mbit/s": lambda s: s["flows"][1]["goodput_mbps"],
+            "MPTCP/TCP": _ratio,
+        },
+    },
+    # The first with every host's access link delaying each packet by its own draw (normal,
+    # 1 ms deviation, both directions, order kept): no connection keeps its place in the
+    # bottleneck's 0.6-ms service time from one round trip to the next.
+    "rfc6356-jitter": {
+        "scenario": "python/mpsched/experiments/rfc6356-base.toml",
+        "set": {
+            "connection.scheduler": "linux",
+            "connection.congestion": "cubic",
+            "flow.0.congestion": "cubic",
+            "duration": "60s",
+            **{f"path.{p}.{k}": "1ms" for p in ("a", "b", "tcp") for k in ("jitter", "jitter_up")},
         },
         "reps": [{"flow.0.start": p} for p in PHASES],
         "metrics": {
