@@ -12,7 +12,8 @@ the same scenario, and the table compares what the acceptance names.
 the subflows' paths) and ``short-flows-dense`` (the
 flows arriving ten times as often) are controls. ``windows KERNEL_DIR MODEL_DIR`` compares the
 main connection's subflows' windows in an ``mpsched emulate --out`` and an ``mpsched run --out``;
-``losses KERNEL_DIR`` counts each kernel connection's loss events.
+``losses KERNEL_DIR`` counts each kernel connection's loss events; ``bottleneck RUN`` rebuilds
+the shared bottleneck's queue from an ``mpsched emulate --trace-headers`` capture.
 
 Each run's summary goes to ``OUT/{model,kernel}-{i}.json``; ``--resume`` keeps those already
 there, ``--table`` only prints the table of what is there. Needs root (the kernel testbed).
@@ -298,9 +299,75 @@ def losses(kernel: Path, after_s: float = 2.0) -> None:
         print(f"{key}: {len(ts)} loss events, in {hit} of the {len(overflows)} overflows")
 
 
+def bottleneck(run: Path) -> None:
+    """The kernel's shared bottleneck rebuilt from an ``mpsched emulate --trace-headers --out
+    RUN`` capture: each server packet enters the bottleneck when it leaves its path's access
+    link (entry + serialization + delay, the access link idle), into a drop-tail queue of the
+    bottleneck's rate and limit (the packet in service counted, as the emulator does). Prints
+    the drops per path beside the emulator's own count, and each path's share of the packets
+    that arrived with the queue within a packet of full."""
+    import subprocess
+
+    scenario = json.loads((run / "scenario.json").read_text())
+    (link,) = scenario["links"]
+    rate, queue = link["down"]["rate_bps"], link["down"]["queue"]
+    limit = queue["bytes"] if "bytes" in queue else rate * queue["time_ns"] // 8_000_000_000
+    access = {p["name"]: p["down"] for p in scenario["paths"]}
+    fields = ["frame.time_relative", "frame.interface_name", "ip.src", "ip.len"]
+    out = subprocess.run(
+        ["tshark", "-r", str(run / "capture.pcapng"), "-T", "fields", "-E", "separator=,"]
+        + [a for f in fields for a in ("-e", f)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    arrivals = []
+    for line in out.stdout.splitlines():
+        t, iface, src, size = line.split(",")
+        path, _, direction = iface.partition(" ")
+        if direction != "down" or src != "10.20.0.1":
+            continue
+        a = access[path]
+        arrivals.append(
+            (float(t) + int(size) * 8 / a["rate_bps"] + a["delay_ns"] / 1e9, path, int(size))
+        )
+    arrivals.sort()
+    done: list[tuple[float, int]] = []  # (end of service, bytes), oldest first
+    backlog, head = 0, 0
+    drops: dict[str, int] = {}
+    near_full: dict[str, int] = {}
+    for t, path, size in arrivals:
+        while head < len(done) and done[head][0] <= t:
+            backlog -= done[head][1]
+            head += 1
+        if backlog + size > limit - 1500:
+            near_full[path] = near_full.get(path, 0) + 1
+        if head < len(done) and backlog + size > limit:
+            drops[path] = drops.get(path, 0) + 1
+            continue
+        start = max(t, done[-1][0]) if head < len(done) else t
+        done.append((start + size * 8 / rate, size))
+        backlog += size
+    emulator = json.loads((run / "raw" / "emulator.json").read_text())
+    (bn,) = (
+        lk for th in emulator["threads"] for lk in th["links"]
+        if lk["name"] == link["name"] and lk["direction"] == "down"
+    )  # fmt: skip
+    names = [p["name"] for p in scenario["paths"]]
+    counted = {names[i]: d[0] for i, d in enumerate(bn["path_drops"])}
+    total = sum(near_full.values()) or 1
+    for path in names:
+        if path in near_full or counted.get(path):
+            print(
+                f"path {path}: {drops.get(path, 0)} drops rebuilt, {counted.get(path, 0)} by "
+                f"the emulator; {near_full.get(path, 0)} arrivals within a packet of a full "
+                f"queue ({100 * near_full.get(path, 0) / total:.0f}%)"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("experiment", choices=[*sorted(EXPERIMENTS), "windows", "losses"])
+    parser.add_argument(
+        "experiment", choices=[*sorted(EXPERIMENTS), "windows", "losses", "bottleneck"]
+    )
     parser.add_argument(
         "dirs", nargs="*", type=Path, help="windows: the kernel's and the model's --out DIR"
     )
@@ -314,6 +381,9 @@ def main() -> None:
         return
     if args.experiment == "losses":
         losses(args.dirs[0])
+        return
+    if args.experiment == "bottleneck":
+        bottleneck(args.dirs[0])
         return
     if args.out is None:
         parser.error("--out DIR is needed")
