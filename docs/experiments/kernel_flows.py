@@ -41,43 +41,36 @@ def _ratio(s: dict[str, Any]) -> float:
     return mptcp["goodput_mbps"] / tcp["goodput_mbps"]
 
 
+RFC6356_SET = {
+    "connection.scheduler": "linux",
+    "connection.congestion": "cubic",
+    "flow.0.congestion": "cubic",
+    "duration": "60s",
+}
+RFC6356_METRICS: dict[str, Callable[[dict[str, Any]], float]] = {
+    "MPTCP Mbit/s": lambda s: s["flows"][0]["goodput_mbps"],
+    "TCP Mbit/s": lambda s: s["flows"][1]["goodput_mbps"],
+    "MPTCP/TCP": _ratio,
+}
+
 EXPERIMENTS: dict[str, dict[str, Any]] = {
     # RFC 6356's set-up (docs/experiments/shared-bottleneck.md): two subflows and one TCP flow
     # through one 20 Mbit/s bottleneck; upstream's scheduler, uncoupled CUBIC on both; the TCP
     # flow starting at the sweep's five phases.
     "rfc6356": {
         "scenario": "python/mpsched/experiments/rfc6356-base.toml",
-        "set": {
-            "connection.scheduler": "linux",
-            "connection.congestion": "cubic",
-            "flow.0.congestion": "cubic",
-            "duration": "60s",
-        },
+        "set": RFC6356_SET,
         "reps": [{"flow.0.start": p} for p in PHASES],
-        "metrics": {
-            "MPTCP Mbit/s": lambda s: s["flows"][0]["goodput_mbps"],
-            "TCP Mbit/s": lambda s: s["flows"][1]["goodput_mbps"],
-            "MPTCP/TCP": _ratio,
-        },
+        "metrics": RFC6356_METRICS,
     },
     # The same with the TCP flow's round trip longer by 0-1.1 ms (its own access link's delay;
     # one start phase): a drop-tail bottleneck serves one 1,500-byte packet in 0.6 ms, and
     # which connection's packet meets a full queue depends on where in that time it arrives.
     "rfc6356-rtt": {
         "scenario": "python/mpsched/experiments/rfc6356-base.toml",
-        "set": {
-            "connection.scheduler": "linux",
-            "connection.congestion": "cubic",
-            "flow.0.congestion": "cubic",
-            "flow.0.start": "137ms",
-            "duration": "60s",
-        },
+        "set": {**RFC6356_SET, "flow.0.start": "137ms"},
         "reps": [{"path.tcp.rtt": f"{4000 + 100 * k}us"} for k in range(12)],
-        "metrics": {
-            "MPTCP Mbit/s": lambda s: s["flows"][0]["goodput_mbps"],
-            "TCP Mbit/s": lambda s: s["flows"][1]["goodput_mbps"],
-            "MPTCP/TCP": _ratio,
-        },
+        "metrics": RFC6356_METRICS,
     },
     # The first with every host's access link delaying each packet by its own draw (normal,
     # 1 ms deviation, both directions, order kept): no connection keeps its place in the
@@ -85,18 +78,11 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
     "rfc6356-jitter": {
         "scenario": "python/mpsched/experiments/rfc6356-base.toml",
         "set": {
-            "connection.scheduler": "linux",
-            "connection.congestion": "cubic",
-            "flow.0.congestion": "cubic",
-            "duration": "60s",
+            **RFC6356_SET,
             **{f"path.{p}.{k}": "1ms" for p in ("a", "b", "tcp") for k in ("jitter", "jitter_up")},
         },
         "reps": [{"flow.0.start": p} for p in PHASES],
-        "metrics": {
-            "MPTCP Mbit/s": lambda s: s["flows"][0]["goodput_mbps"],
-            "TCP Mbit/s": lambda s: s["flows"][1]["goodput_mbps"],
-            "MPTCP/TCP": _ratio,
-        },
+        "metrics": RFC6356_METRICS,
     },
     # The control: the same with a TCP connection (on path a) in place of the MPTCP one.
     "rfc6356-tcp": {
