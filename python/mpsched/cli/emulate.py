@@ -79,6 +79,13 @@ __all__ = ["emulate_command"]
     "client's windows and Data ACKs), raw/data.parquet (the server's data mappings) and "
     "capture.pcapng (the kernels' packets entering each link, for Wireshark and tshark).",
 )
+@click.option(
+    "--kernel-trace",
+    is_flag=True,
+    help="Record the kernel's TCP and MPTCP tracepoints (needs --out): raw/ktrace.parquet, a "
+    "row per ACK (cwnd, ssthresh, srtt), retransmission, congestion-state change, scheduler "
+    "decision and data fragment pushed, timed from the client's connect.",
+)
 def emulate_command(
     file: str | None,
     scheduler: str | None,
@@ -92,6 +99,7 @@ def emulate_command(
     spin_us: int,
     threads: str,
     header_trace: bool,
+    kernel_trace: bool,
 ) -> None:
     """Run the scenario FILE on the Linux kernel over emulated paths (needs root).
 
@@ -110,6 +118,10 @@ def emulate_command(
     config = to_native(scenario)
     if header_trace and out is None:
         raise ScenarioError("--trace-headers: needs --out DIR (it writes DIR/raw/*.parquet)")
+    if kernel_trace and out is None:
+        raise ScenarioError("--kernel-trace: needs --out DIR (it writes DIR/raw/ktrace.parquet)")
+    if kernel_trace and transport == "udp":
+        raise ScenarioError("--kernel-trace: records the kernel's TCP, not --transport udp")
     if transport == "udp":
         _emulate_transport(config, out, as_json)
         return
@@ -123,6 +135,7 @@ def emulate_command(
             raw_dir=None if out is None else out / "raw",
             header_trace=header_trace,
             pcap=out / CAPTURE_NAME if header_trace and out is not None else None,
+            kernel_trace=kernel_trace,
         )
     except TestbedError as exc:
         raise click.ClickException(str(exc)) from None

@@ -3,6 +3,7 @@ its namespaces from a shared epoch, and the summary of what was measured."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -20,7 +21,8 @@ from .kernel import (
     missing_capabilities,
     timer_phase_ns,
 )
-from .netns import SERVER_ADDR, Testbed, read_line
+from .ktrace import KernelTrace, ktrace_table, trace_unavailable
+from .netns import SERVER_ADDR, Testbed, client_addr, read_line
 from .spec import connections
 from .summary import summarize
 
@@ -53,6 +55,7 @@ def emulate(
     raw_dir: Path | None = None,
     header_trace: bool = False,
     pcap: Path | None = None,
+    kernel_trace: bool = False,
 ) -> dict[str, Any]:
     """Run a scenario on the kernel over emulated paths and return its summary.
 
@@ -76,6 +79,12 @@ def emulate(
     reason = missing_capabilities(config["protocol"])
     if reason:
         raise TestbedError(f"the kernel testbed {reason}")
+    if kernel_trace:
+        if raw_dir is None:
+            raise TestbedError("the kernel trace needs a directory for its table (raw_dir)")
+        why = trace_unavailable()
+        if why:
+            raise TestbedError(f"the kernel trace {why}")
     if pcap is not None:
         try:
             pcap.parent.mkdir(parents=True, exist_ok=True)
@@ -83,15 +92,23 @@ def emulate(
             raise TestbedError(f"cannot write the capture {pcap}: {exc.strerror or exc}") from None
     start = time.perf_counter()
     duration_s = config["duration_ns"] / 1e9
-    with Testbed(
-        config,
-        spin_us=spin_us,
-        threads=threads,
-        rt_priority=rt_priority,
-        kernel_scheduler=sched,
-        header_trace=HEADER_TRACE_ROWS if header_trace else 0,
-        pcap=pcap,
-    ) as bed:
+    with (
+        Testbed(
+            config,
+            spin_us=spin_us,
+            threads=threads,
+            rt_priority=rt_priority,
+            kernel_scheduler=sched,
+            header_trace=HEADER_TRACE_ROWS if header_trace else 0,
+            pcap=pcap,
+        ) as bed,
+        contextlib.ExitStack() as tracing,
+    ):
+        ktrace = None
+        if kernel_trace:
+            ktrace = tracing.enter_context(
+                KernelTrace(f"mpsemu-{bed.run_id}", bed.workdir / "ktrace.txt")
+            )
         spec = bed.workdir / "connections.json"
         spec.write_text(
             json.dumps(
@@ -127,6 +144,16 @@ def emulate(
         server_out = _result(server, "load generator (server)", 15.0)
         counters = {"server": bed.nstat(bed.server_ns), "client": bed.nstat(bed.client_ns)}
         report = bed.stop_emulator()
+        table = None
+        if ktrace is not None:
+            tracing.close()
+            table = ktrace_table(
+                ktrace.path,
+                epoch,
+                SERVER_ADDR,
+                _client_sockets(server_out),
+                {client_addr(i): i for i in range(len(config["paths"]))},
+            )
     headers = pop_headers(report)
     if report.get("pcap_error"):
         raise TestbedError(f"the emulator could not write the capture: {report['pcap_error']}")
@@ -145,6 +172,9 @@ def emulate(
     if addresses:
         # When each path's address went away or came back, as the testbed applied it.
         summary["kernel"]["address_changes"] = list(addresses)
+    if table is not None and ktrace is not None:
+        summary["kernel"]["trace_events"] = table.num_rows
+        summary["kernel"]["trace_overrun"] = ktrace.overrun
     if raw_dir is not None:
         raw_dir.mkdir(parents=True, exist_ok=True)
         for name, data in (
@@ -160,4 +190,17 @@ def emulate(
             windows, data = header_tables(headers, config)
             pq.write_table(windows, raw_dir / "windows.parquet")
             pq.write_table(data, raw_dir / "data.parquet")
+        if table is not None:
+            import pyarrow.parquet as pq
+
+            pq.write_table(table, raw_dir / "ktrace.parquet")
     return summary
+
+
+def _client_sockets(server_out: Mapping[str, Any]) -> set[str]:
+    """The client's ends ("addr:port") of every subflow the server sampled, of every
+    connection: the run's own sockets among the machine's."""
+    rows = [row for _, row, _ in server_out.get("samples", [])]
+    for samples in (server_out.get("flow_samples") or {}).values():
+        rows += [row for _, row, _ in samples]
+    return {str(sub[0]) for row in rows for sub in row if sub and sub[0]}

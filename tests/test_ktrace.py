@@ -1,0 +1,114 @@
+"""The kernel's tracepoints during an emulated run (``mpsched emulate --kernel-trace``): the
+recorded lines become a table with the run's own sockets, and on the kernel the table shows
+what the socket samples cannot (HyStart's exit on each path, to the ACK)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mpsched.testbed import missing_capabilities
+from mpsched.testbed.ktrace import TRACEFS, ktrace_table, trace_unavailable
+
+from .kernel_testbed import MISSING
+
+EPOCH = 54_197_600_000_000
+
+# Lines as the kernel writes them (trace_clock "mono"; fields abridged where long): a
+# congestion-state change, a scheduler decision, a fragment pushed, a server ACK on Wi-Fi, a
+# client-side ACK on LTE, one of another run's sockets and a retransmission.
+LINES = (Path(__file__).parent / "data" / "ktrace.txt").read_bytes()
+
+
+def test_the_lines_become_rows_of_the_run_s_own_sockets(tmp_path: Path) -> None:
+    path = tmp_path / "ktrace.txt"
+    path.write_bytes(LINES)
+    own = {"10.10.0.2:43795", "10.10.1.2:54767"}
+    t = ktrace_table(path, EPOCH, "10.20.0.1", own, {"10.10.0.2": 0, "10.10.1.2": 1}).to_pylist()
+    # Another run's socket (port 40000) is left out; MPTCP rows carry no socket and stay.
+    assert [r["event"] for r in t] == [
+        "tcp_cong_state_set",
+        "mptcp_subflow_get_send",
+        "mptcp_sendmsg_frag",
+        "tcp_probe",
+        "tcp_probe",
+        "tcp_retransmit_skb",
+    ]
+    state, get_send, frag, server_ack, client_ack, rtx = t
+    assert state["t_ns"] == 54_146_000 and state["cong_state"] == 0
+    assert (state["side"], state["path"], state["client_port"]) == ("server", 0, 43795)
+    assert get_send["side"] is None and get_send["path"] is None
+    assert (get_send["free"], get_send["pace"], get_send["ratio"]) == (1, 1436579, 0)
+    # The 64-bit data sequence number survives.
+    assert frag["data_seq"] == 2273695315578993703 and frag["data_len"] == 31328
+    # Hexadecimal sequence numbers; srtt in us as the kernel gives it.
+    assert server_ack["snd_nxt"] == 0x6A4F16F8 and server_ack["srtt"] == 20159
+    assert (server_ack["side"], server_ack["path"]) == ("server", 0)
+    assert (client_ack["side"], client_ack["path"], client_ack["client_port"]) == (
+        "client",
+        1,
+        54767,
+    )
+    # A symbolic field (state=TCP_ESTABLISHED) is no column; the row keeps its socket.
+    assert (rtx["path"], rtx["snd_cwnd"]) == (0, None)
+
+
+def test_without_a_list_of_sockets_every_testbed_socket_is_kept(tmp_path: Path) -> None:
+    path = tmp_path / "ktrace.txt"
+    path.write_bytes(LINES)
+    t = ktrace_table(path, EPOCH, "10.20.0.1", (), {"10.10.0.2": 0})
+    assert t.column("client_port").to_pylist().count(40000) == 1
+    # A client address of no path of the run: no path index.
+    assert t.filter(t.column("client_port").to_numpy(zero_copy_only=False) == 54767).column(
+        "path"
+    ).to_pylist() == [None]
+
+
+def test_the_command_asks_for_out() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "mpsched", "emulate", "--kernel-trace"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode != 0 and "--kernel-trace: needs --out DIR" in proc.stderr
+
+
+_MISSING = MISSING or missing_capabilities("mptcp") or trace_unavailable()
+
+
+@pytest.mark.skipif(_MISSING is not None, reason=f"kernel tracepoints unavailable: {_MISSING}")
+def test_the_kernel_s_hystart_exit_on_each_path(tmp_path: Path) -> None:
+    """The STMS lab for 2 s on the kernel: the server's ACK rows of both paths, timed from the
+    connect, and HyStart's ACK-train exit where the trains pass delay_min / 2 (the Wi-Fi
+    path's 40-packet round at 0.4 ms a packet: 40 + 26 segments; the model's test of the
+    same, cubic.rs)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from mpsched import load
+    from mpsched.testbed import emulate
+
+    from .conftest import ROOT
+
+    scenario = load(
+        ROOT / "scenarios" / "stms-lab.toml",
+        {"duration": "2s", "connection.scheduler": "linux"},
+    )
+    summary = emulate(scenario, raw_dir=tmp_path, kernel_trace=True)
+    assert summary["kernel"]["trace_overrun"] == 0
+    t = pq.read_table(tmp_path / "ktrace.parquet")
+    assert summary["kernel"]["trace_events"] == t.num_rows
+    acks = t.filter(pc.and_(pc.equal(t["event"], "tcp_probe"), pc.equal(t["side"], "server")))
+    assert set(acks["path"].to_pylist()) == {0, 1}
+    # The first ACK the server takes: its SYN-ACK's answer, a Wi-Fi round trip after connect.
+    first = min(acks["t_ns"].to_pylist())
+    assert 15_000_000 < first < 60_000_000
+    wifi = acks.filter(pc.and_(pc.equal(acks["path"], 0), pc.less(acks["ssthresh"], 2**31 - 1)))
+    exit_cwnd = wifi["ssthresh"][0].as_py()
+    assert 50 <= exit_cwnd <= 90, exit_cwnd
+    # Nothing of the trace is left in the kernel.
+    assert not any(p.name.startswith("mpsemu-") for p in (TRACEFS / "instances").iterdir())
