@@ -73,6 +73,17 @@ def trace_unavailable() -> str | None:
     missing = [e for e in EVENTS if not (TRACEFS / "events" / e).is_dir()]
     if missing:
         return f"the kernel lacks the tracepoint(s) {', '.join(missing)}"
+    # A locked-down kernel lists tracefs but refuses to set it up.
+    probe = TRACEFS / "instances" / f"mpsemu-probe-{os.getpid()}"
+    try:
+        probe.mkdir()
+        (probe / "trace_clock").write_text("mono")
+        (probe / "events" / EVENTS[0] / "enable").write_text("0")
+    except OSError as exc:
+        return f"cannot set up a tracing instance in {TRACEFS}: {exc.strerror or exc}"
+    finally:
+        with contextlib.suppress(OSError):
+            probe.rmdir()
     return None
 
 
