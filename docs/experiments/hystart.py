@@ -23,11 +23,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def model(sets: list[str]) -> pl.DataFrame:
     import mpsched
+    from mpsched.scenario import parse_set
 
-    overrides = {"duration": "2s", "connection.scheduler": "linux"}
-    for s in sets:
-        key, _, value = s.partition("=")
-        overrides[key] = value
+    overrides = {"duration": "2s", "connection.scheduler": "linux", **parse_set(sets)}
     result = mpsched.run(
         mpsched.load(ROOT / "scenarios" / "stms-lab.toml", overrides),
         trace=True,
