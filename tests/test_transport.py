@@ -293,6 +293,13 @@ def test_the_transport_bench_interleaves_rounds_and_counts_both_ends_cpu() -> No
         assert 0 < lo <= row["cpu_s_per_gb"] <= hi, row
     assert rows["mpsched, 1 path"]["aead"] in ("aes-128-gcm", "chacha20-poly1305")
     assert len(report["load_before"]) == 3
+    # The RTT column: the transport's and the kernel's sender's smoothed RTT, at or above the
+    # least they measured.
+    for name in ("mpsched, 1 path", "kernel TCP"):
+        row = rows[name]
+        assert 0 < row["min_rtt_ms"] <= row["srtt_ms"] < 1000, row
+    if len(os.sched_getaffinity(0)) >= 2:
+        assert report["cpus"] is not None and len(set(report["cpus"])) == 2, report["cpus"]
 
 
 def test_serve_checks_its_address_before_it_says_it_serves() -> None:

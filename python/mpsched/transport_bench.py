@@ -11,6 +11,7 @@ the median and the range."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -55,6 +56,14 @@ if role == "server":
     while left > 0:
         n = c.send(view[: min(left, len(buf))])
         left -= n
+    # tcp_info's tcpi_rtt (offset 68) and tcpi_min_rtt (148), microseconds: for MPTCP the
+    # first subflow's; printed for the bench's RTT column (what the window keeps queued).
+    try:
+        info = c.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 152)
+        rtt, min_rtt = info[68:72], info[148:152]
+        print(int.from_bytes(rtt, "little"), int.from_bytes(min_rtt, "little"), flush=True)
+    except OSError:
+        pass
     c.close()
 else:
     c = socket.socket(socket.AF_INET, socket.SOCK_STREAM, proto)
@@ -98,11 +107,18 @@ class _Proc:
     """A child process whose output goes to temporary files and whose CPU time comes from
     ``wait4`` when it is reaped."""
 
-    def __init__(self, argv: list[str], env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, argv: list[str], env: dict[str, str] | None = None, cpu: int | None = None
+    ) -> None:
         # Open as long as the object: read after the process ends, closed with it.
         self.out = tempfile.TemporaryFile()  # noqa: SIM115
         self.err = tempfile.TemporaryFile()  # noqa: SIM115
         self.proc = subprocess.Popen(argv, env=env, stdout=self.out, stderr=self.err)
+        if cpu is not None:
+            # Set at once, before the interpreter or runtime it starts makes its threads
+            # (they inherit it); not preexec_fn, which is unsafe beside threads.
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(self.proc.pid, {cpu})
         self.cpu: float | None = None
         self.status: int | None = None
 
@@ -174,27 +190,37 @@ def _sample(seconds: float, nbytes: int, cpu: float, **extra: Any) -> dict[str, 
     }
 
 
+def _cpus() -> tuple[int, int] | None:
+    """The CPUs the server and the client run on: two of the ones this process may use, so
+    that every system's ends sit on the same two cores in every round (left to the
+    scheduler, the two ends sometimes share a core and sometimes migrate, and the goodput of
+    the same build moved 18% between rounds on a quiet machine; pinned, 8%)."""
+    cpus = sorted(os.sched_getaffinity(0))
+    return (cpus[0], cpus[1]) if len(cpus) >= 2 else None
+
+
 def _pair(
     server_argv: list[str],
     ready: Callable[[_Proc], bool],
     client_argv: list[str],
-    parse: Callable[[str], dict[str, Any]],
+    parse: Callable[[str, str], dict[str, Any]],
     env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """One transfer: the server started and waited for, the client run to its end, the server
-    stopped; CPU of both from wait4."""
-    server = _Proc(server_argv, env)
+    stopped; CPU of both from wait4. ``parse`` reads the client's and the server's stdout."""
+    cpus = _cpus()
+    server = _Proc(server_argv, env, cpus[0] if cpus else None)
     client: _Proc | None = None
     try:
         if not ready(server):
             server.stop()
             return {"error": f"the server did not start: {server.text('err')[-300:]}"}
-        client = _Proc(client_argv, env)
+        client = _Proc(client_argv, env, cpus[1] if cpus else None)
         client.reap()
         stopped = server.stop()
         if client.status != 0:
             return {"error": client.text("err")[-300:] or f"exit status {client.status}"}
-        got = parse(client.text())
+        got = parse(client.text(), server.text())
     finally:
         server.stop()
         server.close()
@@ -219,13 +245,16 @@ def _mpsched(
         # `serve` says it serves once the secret is checked and its socket bound.
         return p.first_line(30, "err").startswith("serving")
 
-    def parse(out: str) -> dict[str, Any]:
+    def parse(out: str, _server: str) -> dict[str, Any]:
         got = json.loads(out)
+        first = (got.get("subflows") or [{}])[0]
         return {
             "bytes": got["bytes"],
             "seconds": got["duration_s"],
             "complete": got["complete"],
             "aead": got.get("aead"),
+            "srtt_ms": first.get("srtt_ms"),
+            "min_rtt_ms": first.get("min_rtt_ms"),
         }
 
     argv = [*mpsched, "get", f"127.0.0.1:{port}", "--json", *extra]
@@ -245,13 +274,14 @@ def _quinn(size: int, peer: Path) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         cert = str(Path(tmp) / "cert.der")
 
-        def parse(out: str) -> dict[str, Any]:
+        def parse(out: str, _server: str) -> dict[str, Any]:
             got = json.loads(out)
             return {
                 "bytes": got["bytes"],
                 "seconds": got["duration_s"],
                 "complete": got["complete"],
                 "aead": got["aead"],
+                "srtt_ms": got.get("srtt_ms"),
             }
 
         return _pair(
@@ -266,9 +296,12 @@ def _kernel(size: int, proto: int, netns: str | None = None) -> dict[str, Any]:
     port = _free_port(socket.SOCK_STREAM)
     prefix = [shutil.which("ip") or "ip", "netns", "exec", netns] if netns else []
 
-    def parse(out: str) -> dict[str, Any]:
+    def parse(out: str, server: str) -> dict[str, Any]:
         got, seconds, subflows = out.split()
-        extra = {"subflows": int(subflows)} if proto == IPPROTO_MPTCP else {}
+        extra: dict[str, Any] = {"subflows": int(subflows)} if proto == IPPROTO_MPTCP else {}
+        rtt = server.split("\n")[1].split() if server.count("\n") >= 2 else []
+        if len(rtt) == 2:
+            extra["srtt_ms"], extra["min_rtt_ms"] = int(rtt[0]) / 1e3, int(rtt[1]) / 1e3
         return {"bytes": int(got), "seconds": float(seconds), "complete": True, **extra}
 
     def argv(role: str) -> list[str]:
@@ -369,10 +402,11 @@ def _summary(name: str, samples: list[dict[str, Any]]) -> dict[str, Any]:
     if not ok:
         row["error"] = next((s["error"] for s in samples if "error" in s), "incomplete")
         return row
-    for key in ("goodput_mbps", "cpu_s_per_gb"):
-        values = [float(s[key]) for s in ok if s[key] is not None]
-        row[key] = statistics.median(values)
-        row[f"{key}_range"] = [min(values), max(values)]
+    for key in ("goodput_mbps", "cpu_s_per_gb", "srtt_ms", "min_rtt_ms"):
+        values = [float(s[key]) for s in ok if s.get(key) is not None]
+        if values:
+            row[key] = statistics.median(values)
+            row[f"{key}_range"] = [min(values), max(values)]
     for key in ("aead", "subflows"):
         if key in ok[0]:
             row[key] = ok[0][key]
@@ -427,6 +461,7 @@ def bench_transport(
     return {
         "bytes": size,
         "rounds": rounds,
+        "cpus": _cpus(),
         "load_before": list(load_before),
         "load_after": list(os.getloadavg()),
         "rows": rows,

@@ -127,11 +127,13 @@ async fn get(server: SocketAddr, cert: &str, window: u64) {
         bytes += chunk.bytes.len() as u64;
     }
     let secs = start.elapsed().as_secs_f64();
+    // quinn's smoothed RTT at the end: the queue the window keeps, beside `mpsched get`'s srtt.
+    let rtt_ms = conn.rtt().as_secs_f64() * 1e3;
     conn.close(VarInt::from_u32(0), b"done");
     endpoint.wait_idle().await;
     let sha: String = hash.finalize().iter().map(|b| format!("{b:02x}")).collect();
     println!(
-        r#"{{"bytes": {bytes}, "duration_s": {secs}, "goodput_mbps": {}, "sha256": "{sha}", "aead": "aes-128-gcm", "complete": true}}"#,
+        r#"{{"bytes": {bytes}, "duration_s": {secs}, "goodput_mbps": {}, "sha256": "{sha}", "aead": "aes-128-gcm", "complete": true, "srtt_ms": {rtt_ms:.3}}}"#,
         bytes as f64 * 8.0 / secs / 1e6
     );
 }

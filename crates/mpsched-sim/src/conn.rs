@@ -165,6 +165,8 @@ impl Conn {
             jiffies: cfg.jiffies(),
             // The simulator models Linux's receiver: an ACK per second segment.
             ack_policy: mpsched_core::subflow::rx::AckPolicy::LINUX,
+            // Its applications read what comes in order at once.
+            app_reads: false,
             trace,
         });
         let server = Sender::new(

@@ -280,9 +280,9 @@ impl Client {
 
     /// The stream's next bytes, in order, all that have arrived (`None`: none); `read_with`
     /// hands them over without a copy.
-    pub fn read(&mut self) -> Option<Vec<u8>> {
+    pub fn read(&mut self, now: Time) -> Option<Vec<u8>> {
         let mut out = Vec::new();
-        self.read_with(|b| {
+        self.read_with(now, usize::MAX, |b| {
             out.extend_from_slice(b);
             Ok(())
         })
@@ -290,13 +290,30 @@ impl Client {
         (!out.is_empty()).then_some(out)
     }
 
-    /// Hands the stream's in-order bytes that arrived to `sink`, in order, in runs as long as
-    /// the reassembly ring allows.
-    pub fn read_with(&mut self, sink: impl FnMut(&[u8]) -> io::Result<()>) -> io::Result<()> {
-        match self.held.as_mut() {
-            Some(held) => held.read_with(sink),
-            None => Ok(()),
+    /// The application's read at `now`: hands the stream's in-order bytes that arrived to
+    /// `sink`, in order, in runs as long as the reassembly ring allows, stopping after the run
+    /// that reaches `max` bytes; returns how many it handed over. What is read leaves the
+    /// receive buffer, and the window update a read calls for is queued (`poll_transmit`).
+    pub fn read_with(
+        &mut self,
+        now: Time,
+        max: usize,
+        sink: impl FnMut(&[u8]) -> io::Result<()>,
+    ) -> io::Result<usize> {
+        let Some(held) = self.held.as_mut() else {
+            return Ok(0);
+        };
+        let read = held.read_with(max, sink)?;
+        if let Some(rx) = self.receiver.as_mut() {
+            rx.app_read(now, read as u64);
         }
+        self.flush_acks();
+        Ok(read)
+    }
+
+    /// In-order bytes that arrived and wait for the application's `read_with`.
+    pub fn unread_bytes(&self) -> u64 {
+        self.receiver.as_ref().map_or(0, Receiver::unread_bytes)
     }
 
     /// A datagram's buffer back once sent, to be reused.
@@ -416,6 +433,7 @@ impl Client {
                         total: self.total.map(Bytes),
                         jiffies: Jiffies::EXACT,
                         ack_policy: self.cfg.ack_policy,
+                        app_reads: true,
                         trace: self.cfg.trace,
                     }));
                     // Room for the window the receiver advertises at most, and the segments

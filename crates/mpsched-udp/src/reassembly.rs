@@ -79,7 +79,7 @@ impl Reassembly {
     /// Moves the in-order bytes still in the ring aside, freeing their slots.
     fn spill(&mut self) {
         let mut spill = std::mem::take(&mut self.spill);
-        let _ = self.take_in_order(|b| {
+        let _ = self.take_in_order(usize::MAX, |b| {
             spill.extend_from_slice(b);
             Ok(())
         });
@@ -87,24 +87,39 @@ impl Reassembly {
     }
 
     /// Hands the in-order bytes to `sink`, in order, in as few calls as the ring allows (a
-    /// run of full consecutive slots is one call); a segment never held (beyond the window
-    /// when it came) is skipped.
-    pub fn read_with(&mut self, mut sink: impl FnMut(&[u8]) -> io::Result<()>) -> io::Result<()> {
+    /// run of full consecutive slots is one call), stopping after the run that reaches `max`
+    /// bytes; a segment never held (beyond the window when it came) is skipped. Returns the
+    /// bytes handed over.
+    pub fn read_with(
+        &mut self,
+        max: usize,
+        mut sink: impl FnMut(&[u8]) -> io::Result<()>,
+    ) -> io::Result<usize> {
+        let mut read = 0;
         if !self.spill.is_empty() {
             let spill = std::mem::take(&mut self.spill);
             sink(&spill)?;
+            read = spill.len();
         }
-        self.take_in_order(sink)
+        if read < max {
+            read += self.take_in_order(max - read, sink)?;
+        }
+        Ok(read)
     }
 
-    fn take_in_order(&mut self, mut sink: impl FnMut(&[u8]) -> io::Result<()>) -> io::Result<()> {
-        'runs: while self.read < self.in_order {
+    fn take_in_order(
+        &mut self,
+        max: usize,
+        mut sink: impl FnMut(&[u8]) -> io::Result<()>,
+    ) -> io::Result<usize> {
+        let mut read = 0;
+        'runs: while self.read < self.in_order && read < max {
             let first = self.slot(self.read);
-            // A run: full slots up to the ring's end or the in-order point, and at most one
-            // short (or empty) slot closing it.
+            // A run: full slots up to the ring's end, the in-order point or `max`, and at
+            // most one short (or empty) slot closing it.
             let mut end = first;
             let mut bytes = 0;
-            while self.read < self.in_order && end < self.lens.len() {
+            while self.read < self.in_order && end < self.lens.len() && read + bytes < max {
                 let len = usize::from(std::mem::take(&mut self.lens[end]));
                 self.read += 1;
                 end += 1;
@@ -121,9 +136,10 @@ impl Reassembly {
             let start = first * self.mss;
             if bytes > 0 {
                 sink(&self.bytes[start..start + bytes])?;
+                read += bytes;
             }
         }
-        Ok(())
+        Ok(read)
     }
 }
 
@@ -138,13 +154,36 @@ mod tests {
     fn read_all(r: &mut Reassembly) -> (Vec<u8>, usize) {
         let mut out = vec![];
         let mut calls = 0;
-        r.read_with(|b| {
-            out.extend_from_slice(b);
-            calls += 1;
-            Ok(())
-        })
-        .unwrap();
+        let read = r
+            .read_with(usize::MAX, |b| {
+                out.extend_from_slice(b);
+                calls += 1;
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(read, out.len());
         (out, calls)
+    }
+
+    #[test]
+    fn a_bounded_read_stops_after_the_run_that_reaches_its_bound() {
+        let mut r = Reassembly::new(4, 8);
+        for d in 0..6 {
+            assert!(r.insert(d, &seg(d, 4)));
+        }
+        r.set_in_order(6);
+        let mut out = vec![];
+        let read = r
+            .read_with(9, |b| {
+                out.extend_from_slice(b);
+                Ok(())
+            })
+            .unwrap();
+        // Whole segments: 9 bytes need three of 4.
+        assert_eq!((read, out.len()), (12, 12));
+        let (rest, _) = read_all(&mut r);
+        let want: Vec<u8> = (0..6).flat_map(|d| seg(d, 4)).collect();
+        assert_eq!([out, rest].concat(), want);
     }
 
     #[test]

@@ -193,7 +193,7 @@ impl Net {
                 self.push(at, Ev::ToAddr(to, d));
             }
         }
-        while let Some(bytes) = self.client.read() {
+        while let Some(bytes) = self.client.read(self.now) {
             for (i, b) in bytes.iter().enumerate() {
                 let at = self.offset + self.checked + i as u64;
                 assert_eq!(*b, Pattern::byte(at), "byte {at}");

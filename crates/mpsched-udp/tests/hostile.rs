@@ -133,7 +133,7 @@ fn attack(suite: Suite) {
             server.handle_timeout(now);
         }
         pump_logged(&mut client, &mut server, &mut now, &mut step, &mut served);
-        drain(&mut client, &mut offset);
+        drain(&mut client, now, &mut offset);
         log.extend(step);
     }
     assert!(!client.is_complete() && offset > 0, "{offset}");
@@ -216,7 +216,7 @@ fn attack(suite: Suite) {
     // The connection is unharmed: the stream completes, byte for byte.
     for _ in 0..100_000 {
         pump_once(&mut client, &mut server, &mut now, &mut vec![]);
-        drain(&mut client, &mut offset);
+        drain(&mut client, now, &mut offset);
         if client.is_complete() {
             break;
         }
@@ -236,8 +236,8 @@ fn attack(suite: Suite) {
 }
 
 /// Takes the client's in-order bytes, checking each against the stream.
-fn drain(client: &mut Client, offset: &mut u64) {
-    while let Some(bytes) = client.read() {
+fn drain(client: &mut Client, now: Time, offset: &mut u64) {
+    while let Some(bytes) = client.read(now) {
         for (i, b) in bytes.iter().enumerate() {
             assert_eq!(*b, Pattern::byte(*offset + i as u64));
         }
@@ -323,6 +323,8 @@ fn a_path_redirected_to_another_address_gets_at_most_three_times_what_came_from_
                 client.handle(now, p, &d);
             }
         }
+        // The application reads (what it has not read closes the window).
+        while client.read(now).is_some() {}
         while let Some((p, d)) = client.poll_transmit() {
             server.handle(now, addr(p), &d);
         }

@@ -128,7 +128,7 @@ fn transfer_with(
                 seq += 1;
             }
         }
-        while let Some(bytes) = client.read() {
+        while let Some(bytes) = client.read(now) {
             for (i, b) in bytes.iter().enumerate() {
                 assert_eq!(
                     *b,

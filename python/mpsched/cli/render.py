@@ -359,23 +359,35 @@ def print_transport_bench(report: Mapping[str, Any]) -> None:
     if "error" in report:
         click.echo(f"error: {report['error']}")
         return
+
+    def rtt(row: Mapping[str, Any]) -> str:
+        if "srtt_ms" not in row:
+            return "-"
+        low = f" (min {row['min_rtt_ms']:.2f})" if "min_rtt_ms" in row else ""
+        return f"{row['srtt_ms']:.2f}{low}"
+
     load = report["load_before"][0], report["load_after"][0]
+    pinned = report.get("cpus")
+    where = f"servers on CPU {pinned[0]}, clients on CPU {pinned[1]}; " if pinned else ""
     click.echo(
         f"{report['bytes']:,} bytes over loopback, {report['rounds']} interleaved rounds, "
-        f"load average {load[0]:.2f} before, {load[1]:.2f} after; median (range)"
+        f"{where}load average {load[0]:.2f} before, {load[1]:.2f} after; median (range)"
     )
-    click.echo("| system | goodput (Mbit/s) | CPU s per GB (both ends) | AEAD |")
-    click.echo("| --- | ---: | ---: | --- |")
+    click.echo(
+        "| system | goodput (Mbit/s) | CPU s per GB (both ends) | smoothed RTT at the end, ms "
+        "| AEAD |"
+    )
+    click.echo("| --- | ---: | ---: | ---: | --- |")
     for r in report["rows"]:
         name = r["name"]
         if "subflows" in r:
             name += f" (seen: {r['subflows']})"
         if "error" in r:
-            click.echo(f"| {name} | error: {r['error'].strip()} | | |")
+            click.echo(f"| {name} | error: {r['error'].strip()} | | | |")
             continue
         click.echo(
             f"| {name} | {cell(r, 'goodput_mbps', ',.0f')} | {cell(r, 'cpu_s_per_gb', '.2f')} "
-            f"| {r.get('aead') or '-'} |"
+            f"| {rtt(r)} | {r.get('aead') or '-'} |"
         )
     if "goodput_ratio" in report:
         click.echo(

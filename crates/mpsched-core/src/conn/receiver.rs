@@ -52,6 +52,10 @@ pub struct ReceiverConfig {
     /// How often in-order segments are ACKed (`AckPolicy::LINUX` but in the real transport's
     /// opt-in `--ack-every`).
     pub ack_policy: AckPolicy,
+    /// The application reads when it chooses (`app_read`), and what it has not read counts
+    /// against the buffer, as a socket's receive queue does (`sk_rmem_alloc`); otherwise it
+    /// reads each byte as it comes in order (the simulator's applications).
+    pub app_reads: bool,
     pub trace: bool,
 }
 
@@ -152,6 +156,8 @@ pub struct Receiver {
     /// Bytes in the subflows' out-of-order queues, summed (kept as each arrival changes its
     /// subflow's: `held_bytes` is read for every segment).
     subflow_ooo_bytes: u64,
+    /// In-order bytes the application has not read yet (`app_reads`).
+    unread: u64,
     right_edge: u64,
     out: Batch<Packet>,
     complete_at: Option<Time>,
@@ -214,6 +220,7 @@ impl Receiver {
             ooo_count: 0,
             ooo_bytes: 0,
             subflow_ooo_bytes: 0,
+            unread: 0,
             out: Batch::default(),
             complete_at: None,
             gens: vec![0; cfg_subflows],
@@ -272,14 +279,33 @@ impl Receiver {
     pub fn rcvbuf(&self) -> u64 {
         self.window.rcvbuf()
     }
-    /// Bytes that count against the buffer: connection-level data, and for plain TCP the
-    /// subflow's out-of-order queue.
+    /// In-order bytes the application has not read yet (`app_reads`; 0 otherwise).
+    pub fn unread_bytes(&self) -> u64 {
+        self.unread
+    }
+    /// Bytes that count against the buffer: connection-level data (out of order and not yet
+    /// read), and for plain TCP the subflow's out-of-order queue.
     fn charged_bytes(&self) -> u64 {
-        if self.window.counts_subflow_queues() {
-            self.held_bytes()
-        } else {
-            self.ooo_bytes
+        self.unread
+            + if self.window.counts_subflow_queues() {
+                self.held_bytes()
+            } else {
+                self.ooo_bytes
+            }
+    }
+
+    /// The application read `bytes` of what came in order (`app_reads`): they leave the
+    /// buffer, autotuning counts them (`tcp_rcv_space_adjust` runs from `recvmsg`), and a
+    /// window that the read opened "significantly" is sent at once (`tcp_cleanup_rbuf` after
+    /// `recvmsg`).
+    pub fn app_read(&mut self, now: Time, bytes: u64) {
+        let bytes = bytes.min(self.unread);
+        if bytes == 0 {
+            return;
         }
+        self.unread -= bytes;
+        self.window.on_read(now, bytes);
+        self.cleanup_rbuf(now);
     }
     fn out_of_tree(&self) -> bool {
         self.cfg.stack == Stack::OutOfTree
@@ -397,7 +423,11 @@ impl Receiver {
 
     fn hand_to_application(&mut self, now: Time, h: Held) {
         self.data_rcv_nxt += 1;
-        self.window.on_read(now, h.len as u64);
+        if self.cfg.app_reads {
+            self.unread += h.len as u64;
+        } else {
+            self.window.on_read(now, h.len as u64);
+        }
         self.stats.delivered_bytes += h.len as u64;
         self.stats.delivered_by_subflow[h.subflow as usize] += h.len as u64;
         self.stats.ooo_delay_ns.record((now - h.arrival).as_nanos());
@@ -425,9 +455,12 @@ impl Receiver {
         let space = full.saturating_sub(charged);
         let cleanup = space > 0 && space >= 2 * self.old_wspace;
         for j in 0..self.subflows.len() {
-            let unacked = self.subflows[j].unacked_segments() as u64 * self.mss;
-            // mptcp_subflow_could_cleanup: an ACK is owed for more than one segment.
-            let owed = self.subflows[j].delack_at().is_some() && unacked > self.mss;
+            let segments = self.subflows[j].unacked_segments();
+            let unacked = u64::from(segments) * self.mss;
+            // mptcp_subflow_could_cleanup: an ACK is owed for more than one segment (Linux's
+            // every second one; the transport's `--ack-every N`: its N-th).
+            let owed = self.subflows[j].delack_at().is_some()
+                && segments >= self.cfg.ack_policy.every.max(2);
             if !(cleanup || owed) {
                 continue;
             }
@@ -508,6 +541,7 @@ mod tests {
             total: None,
             jiffies: Jiffies::EXACT,
             ack_policy: AckPolicy::LINUX,
+            app_reads: false,
             trace: false,
         })
     }
@@ -547,6 +581,51 @@ mod tests {
             r.handle_data(ms(d), &data(0, d - 1, d));
         }
         acks(r, 0)
+    }
+
+    #[test]
+    fn what_the_application_has_not_read_closes_the_window_and_its_read_opens_it() {
+        let ms = |t: u64| Time(t * 1_000_000);
+        let mut r = Receiver::new(ReceiverConfig {
+            app_reads: true,
+            ..receiver(Stack::Upstream).cfg
+        });
+        let full = r.window.full_space();
+        let mss = wire::MPTCP_MSS as u64;
+        // In order but unread: each segment shrinks what the ACKs advertise beyond it.
+        let mut d = 0;
+        let mut last = None;
+        while r.rwnd() >= mss && d < 1_000 {
+            r.handle_data(ms(d), &data(0, d, d));
+            d += 1;
+            last = acks(&mut r, 0).last().copied().or(last);
+        }
+        assert_eq!(r.data_rcv_nxt(), d);
+        assert_eq!(r.unread_bytes(), d * mss);
+        // Everything the first window allowed arrived, and the right edge never moved on:
+        // the peer may send nothing more until the application reads.
+        let edge = last.expect("ACKs").rwnd + last.unwrap().data_ack * mss;
+        assert!(
+            edge <= full + mss,
+            "right edge {edge} beyond the buffer's {full}"
+        );
+        assert!(
+            d < 1_000 && d * mss <= edge && edge < (d + 1) * mss,
+            "{d} segments, {edge}"
+        );
+        // Reading half of it opens the window at once: a window update goes out.
+        r.app_read(ms(d), d * mss / 2);
+        assert_eq!(r.unread_bytes(), d * mss - d * mss / 2);
+        let update = acks(&mut r, 0);
+        assert_eq!(update.len(), 1, "one window update");
+        assert!(update[0].rwnd >= full / 3, "{} of {full}", update[0].rwnd);
+        // The simulator's receiver reads at once: nothing is ever unread.
+        let mut sim = receiver(Stack::Upstream);
+        for d in 0..100 {
+            sim.handle_data(ms(d), &data(0, d, d));
+        }
+        assert_eq!(sim.unread_bytes(), 0);
+        assert!(sim.rwnd() >= full / 2);
     }
 
     #[test]
