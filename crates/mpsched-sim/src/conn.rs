@@ -7,7 +7,7 @@ use crate::error::SimError;
 use crate::handshake::{Handshakes, HsPacket};
 use mpsched_core::cc::CcKind;
 use mpsched_core::conn::sender::SubflowConfig;
-use mpsched_core::conn::{Receiver, ReceiverConfig, Sender, SenderConfig};
+use mpsched_core::conn::{Reader, Receiver, ReceiverConfig, Sender, SenderConfig, Stack};
 use mpsched_core::link::{HasWireLen, Link};
 use mpsched_core::packet::Packet;
 use mpsched_core::sched;
@@ -165,8 +165,12 @@ impl Conn {
             jiffies: cfg.jiffies(),
             // The simulator models Linux's receiver: an ACK per second segment.
             ack_policy: mpsched_core::subflow::rx::AckPolicy::LINUX,
-            // Its applications read what comes in order at once.
-            app_reads: false,
+            // Its applications read what comes in order at once, in the kernel's order (after
+            // the ACK) for the upstream stack.
+            reader: match cfg.stack.stack() {
+                Stack::Upstream => Reader::AfterAck,
+                Stack::OutOfTree => Reader::BeforeAck,
+            },
             trace,
         });
         let server = Sender::new(

@@ -13,7 +13,7 @@ use crate::pool::Pool;
 use crate::reassembly::Reassembly;
 use crate::session::{is_reset, ClientHandshake, Hello, OpenError, Psk, Session};
 use crate::wire::{Frame, Header, Kind, Part, SubflowStats, MAX_DATAGRAM};
-use mpsched_core::conn::{Receiver, ReceiverConfig, Stack};
+use mpsched_core::conn::{Reader, Receiver, ReceiverConfig, Stack};
 use mpsched_core::jiffies::Jiffies;
 use mpsched_core::packet::Payload;
 use mpsched_core::subflow::rx::AckPolicy;
@@ -433,7 +433,7 @@ impl Client {
                         total: self.total.map(Bytes),
                         jiffies: Jiffies::EXACT,
                         ack_policy: self.cfg.ack_policy,
-                        app_reads: true,
+                        reader: Reader::OnItsOwn,
                         trace: self.cfg.trace,
                     }));
                     // Room for the window the receiver advertises at most, and the segments

@@ -10,7 +10,7 @@ pub mod receiver;
 pub mod sender;
 pub mod stats;
 
-pub use receiver::{Receiver, ReceiverConfig};
+pub use receiver::{Reader, Receiver, ReceiverConfig};
 pub use sender::{Sender, SenderConfig, DEFAULT_WRITE_CHUNK};
 
 /// Which Linux MPTCP the hosts run. Both are modelled on the same TCP; they differ in when a

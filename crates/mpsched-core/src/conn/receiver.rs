@@ -52,11 +52,25 @@ pub struct ReceiverConfig {
     /// How often in-order segments are ACKed (`AckPolicy::LINUX` but in the real transport's
     /// opt-in `--ack-every`).
     pub ack_policy: AckPolicy,
-    /// The application reads when it chooses (`app_read`), and what it has not read counts
-    /// against the buffer, as a socket's receive queue does (`sk_rmem_alloc`); otherwise it
-    /// reads each byte as it comes in order (the simulator's applications).
-    pub app_reads: bool,
+    /// When the application reads what came in order (what it has not read counts against
+    /// the buffer, as a socket's receive queue does: `sk_rmem_alloc`).
+    pub reader: Reader,
     pub trace: bool,
+}
+
+/// When the receiving application reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reader {
+    /// At once, after the ACK that data called for: Linux's order (`tcp_rcv_established`
+    /// queues the segment and sends its ACK in softirq, the woken reader's `recvmsg` comes
+    /// after), so an ACK advertises the buffer with its own segment still in it, and the
+    /// read's window update goes out as `tcp_cleanup_rbuf` / `mptcp_cleanup_rbuf` decide.
+    AfterAck,
+    /// At once, before the ACK: the model of the out-of-tree MPTCP (its ACK rules were
+    /// matched to published traces with this order; no kernel of it here to measure).
+    BeforeAck,
+    /// When it chooses, through `app_read` (the real transport's client).
+    OnItsOwn,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -156,7 +170,7 @@ pub struct Receiver {
     /// Bytes in the subflows' out-of-order queues, summed (kept as each arrival changes its
     /// subflow's: `held_bytes` is read for every segment).
     subflow_ooo_bytes: u64,
-    /// In-order bytes the application has not read yet (`app_reads`).
+    /// In-order bytes the application has not read yet.
     unread: u64,
     right_edge: u64,
     out: Batch<Packet>,
@@ -279,7 +293,8 @@ impl Receiver {
     pub fn rcvbuf(&self) -> u64 {
         self.window.rcvbuf()
     }
-    /// In-order bytes the application has not read yet (`app_reads`; 0 otherwise).
+    /// In-order bytes the application has not read yet (0 between segments unless the
+    /// application reads on its own).
     pub fn unread_bytes(&self) -> u64 {
         self.unread
     }
@@ -294,18 +309,24 @@ impl Receiver {
             }
     }
 
-    /// The application read `bytes` of what came in order (`app_reads`): they leave the
-    /// buffer, autotuning counts them (`tcp_rcv_space_adjust` runs from `recvmsg`), and a
-    /// window that the read opened "significantly" is sent at once (`tcp_cleanup_rbuf` after
-    /// `recvmsg`).
+    /// The application read `bytes` of what came in order: they leave the buffer,
+    /// autotuning counts them (`tcp_rcv_space_adjust` runs from `recvmsg`), and a window that
+    /// the read opened "significantly" is sent at once (`tcp_cleanup_rbuf` after `recvmsg`).
     pub fn app_read(&mut self, now: Time, bytes: u64) {
+        if self.take_read(now, bytes) {
+            self.cleanup_rbuf(now);
+        }
+    }
+
+    /// The read itself: whether anything was read.
+    fn take_read(&mut self, now: Time, bytes: u64) -> bool {
         let bytes = bytes.min(self.unread);
         if bytes == 0 {
-            return;
+            return false;
         }
         self.unread -= bytes;
         self.window.on_read(now, bytes);
-        self.cleanup_rbuf(now);
+        true
     }
     fn out_of_tree(&self) -> bool {
         self.cfg.stack == Stack::OutOfTree
@@ -359,6 +380,9 @@ impl Receiver {
         while let Some(rx) = self.subflows[i].poll_in_order() {
             filled_hole |= self.deliver(now, i as u8, rx);
         }
+        if self.cfg.reader == Reader::BeforeAck {
+            self.take_read(now, self.unread);
+        }
         if self.stats.delivered_bytes != delivered {
             self.stats.delivered_at(now);
         }
@@ -373,7 +397,8 @@ impl Receiver {
         if ack {
             self.send_ack(now, i);
         }
-        if filled_hole {
+        let read = self.cfg.reader == Reader::AfterAck && self.take_read(now, self.unread);
+        if filled_hole || read {
             self.cleanup_rbuf(now);
         }
     }
@@ -423,11 +448,7 @@ impl Receiver {
 
     fn hand_to_application(&mut self, now: Time, h: Held) {
         self.data_rcv_nxt += 1;
-        if self.cfg.app_reads {
-            self.unread += h.len as u64;
-        } else {
-            self.window.on_read(now, h.len as u64);
-        }
+        self.unread += h.len as u64;
         self.stats.delivered_bytes += h.len as u64;
         self.stats.delivered_by_subflow[h.subflow as usize] += h.len as u64;
         self.stats.ooo_delay_ns.record((now - h.arrival).as_nanos());
@@ -541,7 +562,7 @@ mod tests {
             total: None,
             jiffies: Jiffies::EXACT,
             ack_policy: AckPolicy::LINUX,
-            app_reads: false,
+            reader: Reader::BeforeAck,
             trace: false,
         })
     }
@@ -587,7 +608,7 @@ mod tests {
     fn what_the_application_has_not_read_closes_the_window_and_its_read_opens_it() {
         let ms = |t: u64| Time(t * 1_000_000);
         let mut r = Receiver::new(ReceiverConfig {
-            app_reads: true,
+            reader: Reader::OnItsOwn,
             ..receiver(Stack::Upstream).cfg
         });
         let full = r.window.full_space();
