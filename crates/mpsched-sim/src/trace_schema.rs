@@ -12,7 +12,7 @@ pub const SEGMENTS: Table = Table {
         col("len_bytes", "u32", "byte", "payload length"),
         col("subflow", "u8", "index", "subflow whose copy was delivered"),
         col("transmissions", "u16", "count", "times the scheduler sent this segment: 1 + reinjections, opportunistic retransmissions and redundant copies (a subflow's own TCP retransmissions are counted in retransmissions)"),
-        col("retransmissions", "u16", "count", "subflow-level TCP retransmissions of this segment (fast recovery and RTO)"),
+        col("retransmissions", "u16", "count", "subflow-level TCP retransmissions of this segment (fast recovery, RTO, TLP) until its Data ACK (a subflow may still retransmit it later for its own sequence space)"),
         col("t_first_sent_ns", "u64", "ns", "first transmission by the server"),
         col("t_first_received_ns", "u64", "ns", "the delivered copy reaches the client (before any reordering wait)"),
         col("t_delivered_ns", "u64", "ns", "delivered in order to the application"),
