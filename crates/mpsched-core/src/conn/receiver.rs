@@ -604,6 +604,31 @@ mod tests {
         acks(r, 0)
     }
 
+    /// Linux queues a segment and ACKs it before the reader's `recvmsg`: that ACK advertises
+    /// the buffer with its own segment still in it (the simulator's upstream reader). The
+    /// out-of-tree model reads first and advertises the whole buffer.
+    #[test]
+    fn an_ack_advertises_the_buffer_with_its_own_segment_unread_when_the_reader_comes_after() {
+        let mss = u64::from(wire::MPTCP_MSS);
+        for (reader, less) in [(Reader::AfterAck, mss), (Reader::BeforeAck, 0)] {
+            let mut r = Receiver::new(ReceiverConfig {
+                reader,
+                ..receiver(Stack::Upstream).cfg
+            });
+            let full = r.window.full_space();
+            for d in 0..42 {
+                r.handle_data(Time(d * 1_000_000), &data(0, d, d));
+            }
+            let last = *acks(&mut r, 0)
+                .last()
+                .expect("an ACK for the second segment");
+            assert_eq!(last.data_ack, 42, "{reader:?}");
+            assert_eq!(last.rwnd, full - less, "{reader:?}");
+            // Either way the application has read everything by the end of the arrival.
+            assert_eq!(r.unread_bytes(), 0, "{reader:?}");
+        }
+    }
+
     #[test]
     fn what_the_application_has_not_read_closes_the_window_and_its_read_opens_it() {
         let ms = |t: u64| Time(t * 1_000_000);
