@@ -158,6 +158,30 @@ def test_the_comparison_ignores_wall_times_and_reads_ellipses() -> None:
     assert rewrite(["a 1", "b 2"], ["a 3", "new 5", "b 4"]) is None
 
 
+def test_kept_runs_land_in_the_repository_s_runs_and_replace_their_namesakes(
+    tmp_path: Path,
+) -> None:
+    """`docgen --claims --keep-runs`: what a claim wrote under runs/ survives its scratch
+    folder (the page's hand tables are read from it), an older run of that name is replaced,
+    and without the option nothing is kept."""
+    from mpsched import docclaims
+
+    page = tmp_path / "p.md"
+    page.write_text(
+        "<!-- claim: measured 2026-01-01 -->\n```console\n"
+        "$ mkdir -p runs/a && echo 7 > runs/a/n && cat runs/a/n\n7\n```\n"
+    )
+    (tmp_path / "runs" / "a").mkdir(parents=True)
+    (tmp_path / "runs" / "a" / "old").write_text("stale")
+    docclaims.regenerate_page(page, tmp_path, kinds=("measured",), echo=lambda _: None)
+    assert (tmp_path / "runs" / "a" / "old").exists()  # not kept: the repository's untouched
+    docclaims.regenerate_page(
+        page, tmp_path, kinds=("measured",), echo=lambda _: None, keep_runs=True
+    )
+    assert sorted(p.name for p in (tmp_path / "runs" / "a").iterdir()) == ["n"]
+    assert (tmp_path / "runs" / "a" / "n").read_text() == "7\n"
+
+
 def test_a_bad_marker_is_an_error_naming_the_page_and_line(tmp_path: Path) -> None:
     from mpsched import docclaims
 

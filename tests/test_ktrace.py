@@ -18,7 +18,8 @@ EPOCH = 54_197_600_000_000
 
 # Lines as the kernel writes them (trace_clock "mono"; fields abridged where long): a
 # congestion-state change, a scheduler decision, a fragment pushed, a server ACK on Wi-Fi, a
-# client-side ACK on LTE, one of another run's sockets and a retransmission.
+# client-side ACK on LTE, one of another run's sockets, a retransmission and a Data ACK the
+# sender took.
 LINES = (Path(__file__).parent / "data" / "ktrace.txt").read_bytes()
 
 
@@ -35,8 +36,9 @@ def test_the_lines_become_rows_of_the_run_s_own_sockets(tmp_path: Path) -> None:
         "tcp_probe",
         "tcp_probe",
         "tcp_retransmit_skb",
+        "ack_update_msk",
     ]
-    state, get_send, frag, server_ack, client_ack, rtx = t
+    state, get_send, frag, server_ack, client_ack, rtx, data_ack = t
     assert state["t_ns"] == 54_146_000 and state["cong_state"] == 0
     assert (state["side"], state["path"], state["client_port"]) == ("server", 0, 43795)
     assert get_send["side"] is None and get_send["path"] is None
@@ -53,6 +55,9 @@ def test_the_lines_become_rows_of_the_run_s_own_sockets(tmp_path: Path) -> None:
     )
     # A symbolic field (state=TCP_ESTABLISHED) is no column; the row keeps its socket.
     assert (rtx["path"], rtx["snd_cwnd"]) == (0, None)
+    # The sender's Data ACK and the connection's right edge, 64-bit.
+    assert data_ack["new_snd_una"] - data_ack["old_snd_una"] == 31328
+    assert data_ack["msk_wnd_end"] - data_ack["new_snd_una"] == 64256
 
 
 def test_without_a_list_of_sockets_every_testbed_socket_is_kept(tmp_path: Path) -> None:

@@ -3,8 +3,9 @@ order per second around the failure, kernel runs against model runs.
 
     python docs/experiments/outage_series.py KERNEL_DIR [KERNEL_DIR ...]
 
-Each KERNEL_DIR is written by ``mpsched emulate scenarios/wifi-outage.toml --scheduler linux --out DIR``. For
-each, the model runs with that run's timer-wheel phase (``kernel.timer_phase_ns``) and with the
+Each KERNEL_DIR is written by
+``mpsched emulate scenarios/wifi-outage.toml --scheduler linux --out DIR``. For each, the model
+runs with that run's timer-wheel phase (``kernel.timer_phase_ns``) and with the
 failure moved by 0, 5, ..., 35 ms: where the stream stands when Wi-Fi fails (how full the
 connection's buffer is in its 256 KiB write cycle, about 37 ms at 7.1 MB/s) varies from kernel
 run to kernel run, and decides whether the application writes during the outage; the offsets

@@ -394,8 +394,12 @@ def run_claims(
     *,
     timeout: float = 3600.0,
     echo: Callable[[str], None] | None = None,
+    keep_runs: bool = False,
 ) -> list[Outcome]:
-    """Run ``page``'s claims of ``kinds``, in order, in one scratch folder."""
+    """Run ``page``'s claims of ``kinds``, in order, in one scratch folder; with ``keep_runs``
+    what they wrote under ``runs/`` is moved to the repository's ``runs/`` afterwards
+    (replacing directories of the same name), where a page's hand-written tables, read from
+    the same runs, can be recomputed."""
     selected = [c for c in claims(page) if c.kind in kinds]
     if not selected:
         return []
@@ -413,6 +417,15 @@ def run_claims(
             )
         return outcomes
     finally:
+        if keep_runs and (work / "runs").is_dir():
+            (root / "runs").mkdir(exist_ok=True)
+            for entry in (work / "runs").iterdir():
+                dest = root / "runs" / entry.name
+                if dest.is_dir():
+                    shutil.rmtree(dest)
+                elif dest.exists():
+                    dest.unlink()
+                shutil.move(str(entry), str(dest))
         shutil.rmtree(work, ignore_errors=True)
 
 
@@ -429,13 +442,14 @@ def regenerate_page(
     today: str | None = None,
     whole: bool = False,
     echo: Callable[[str], None] = print,
+    keep_runs: bool = False,
 ) -> list[str]:
     """Re-run ``page``'s claims of ``kinds`` and write what they print into the page (and
     today's date into the markers of measured claims). Returns the problems: claims whose
     output changed more than its numbers, which need rewriting by hand (or, with ``whole``,
     get their whole output, ``...`` lines dropped)."""
     today = today or _dt.date.today().isoformat()
-    outcomes = run_claims(page, root, kinds, echo=echo)
+    outcomes = run_claims(page, root, kinds, echo=echo, keep_runs=keep_runs)
     lines = page.read_text("utf-8").splitlines()
     edits: list[tuple[int, int, list[str]]] = []
     problems = []

@@ -14,7 +14,10 @@ The numbers the pages claim (``mpsched.docclaims``: a command and its output, ma
 - ``--check`` re-runs only the ``check`` claims and reports those that differ (as the test does);
 - ``--kind measured`` (or ``check``) limits ``--claims`` to one kind;
 - ``--whole``: a claim whose output changed more than its numbers (a new line in a summary)
-  gets its whole new output instead of an error; put back its ``...`` by hand.
+  gets its whole new output instead of an error; put back its ``...`` by hand;
+- ``--keep-runs``: the run directories the claims wrote (``runs/...``) are moved into the
+  repository's ``runs/`` instead of deleted, so that a page's hand-written tables, read from
+  the same runs with ``mpsched table``, can be recomputed.
 """
 
 from __future__ import annotations
@@ -179,7 +182,9 @@ def pages(docs: Path) -> dict[Path, str]:
     }
 
 
-def _claims(paths: list[Path], kinds: tuple[str, ...], check: bool, whole: bool) -> int:
+def _claims(
+    paths: list[Path], kinds: tuple[str, ...], check: bool, whole: bool, keep_runs: bool
+) -> int:
     from mpsched import docclaims
 
     root = Path.cwd()
@@ -202,7 +207,9 @@ def _claims(paths: list[Path], kinds: tuple[str, ...], check: bool, whole: bool)
                     failed += 1
                 print(f"{outcome.claim.where}: {outcome.seconds:.1f} s")
         else:
-            for problem in docclaims.regenerate_page(page, root, kinds=kinds, whole=whole):
+            for problem in docclaims.regenerate_page(
+                page, root, kinds=kinds, whole=whole, keep_runs=keep_runs
+            ):
                 print(f"error: {problem}")
                 failed += 1
     return 1 if failed else 0
@@ -227,10 +234,16 @@ def main(argv: list[str] | None = None) -> int:
         help="with --claims: a claim whose output changed more than its numbers gets its whole "
         "new output (its ... lines dropped) instead of an error",
     )
+    parser.add_argument(
+        "--keep-runs",
+        action="store_true",
+        help="with --claims: move the run directories the claims wrote into ./runs (replacing "
+        "those of the same name), for the page's hand-written tables",
+    )
     args = parser.parse_args(argv)
     if args.claims or args.check:
         kinds = (args.kind,) if args.kind else ("check", "measured")
-        return _claims(args.paths, kinds, args.check, args.whole)
+        return _claims(args.paths, kinds, args.check, args.whole, args.keep_runs)
     docs = args.paths[0] if args.paths else Path("docs")
     for path, text in pages(docs).items():
         if not path.exists() or path.read_text() != text:

@@ -4,10 +4,12 @@ What the socket samples (``ss``-like, every 100 ms) cannot show, the kernel's tr
 per event: every ACK a TCP socket takes with its window and smoothed RTT (``tcp:tcp_probe``),
 every retransmission (``tcp:tcp_retransmit_skb``), every change of congestion state
 (``tcp:tcp_cong_state_set``), every decision of MPTCP's packet scheduler with each subflow's
-linger-time ratio (``mptcp:mptcp_subflow_get_send``) and every data fragment pushed to a
-subflow (``mptcp:mptcp_sendmsg_frag``). They answer what the model should do, from the
-kernel: when HyStart left slow start, why a subflow was starved, when the connection's timer
-resent the head of the stream.
+linger-time ratio (``mptcp:mptcp_subflow_get_send``), every data fragment pushed to a
+subflow (``mptcp:mptcp_sendmsg_frag``) and every Data ACK the sender takes, with the
+connection-level window's right edge before and after it (``mptcp:ack_update_msk``). They
+answer what the model should do, from the kernel: when HyStart left slow start, why a subflow
+was starved, when the connection's timer resent the head of the stream, whether the sender
+had window left at the connection level.
 
 A tracing instance of its own (``/sys/kernel/tracing/instances/mpsemu-RUN``), with the
 monotonic clock the testbed's epoch is taken on, so that times count from the client's
@@ -42,6 +44,7 @@ EVENTS = (
     "tcp/tcp_cong_state_set",
     "mptcp/mptcp_subflow_get_send",
     "mptcp/mptcp_sendmsg_frag",
+    "mptcp/ack_update_msk",
 )
 
 # Per-CPU ring of 16 MiB: about 80,000 events, half a second of a 1 Gbit/s flow's ACKs, which
@@ -52,7 +55,7 @@ _BUFFER_KB = 16384
 _FIELDS = (
     "snd_nxt", "snd_una", "snd_cwnd", "ssthresh", "snd_wnd", "srtt", "rcv_wnd", "data_len",
     "cong_state", "active", "free", "pace", "backup", "ratio", "data_seq", "subflow_seq",
-    "data_ack",
+    "data_ack", "old_snd_una", "new_snd_una", "new_wnd_end", "msk_wnd_end",
 )  # fmt: skip
 
 _LINE = re.compile(rb"^\s*(.+?)-(\d+)\s+\[(\d+)\]\s+\S+\s+(\d+)\.(\d+): (\w+): (.*)$")
@@ -265,5 +268,9 @@ def ktrace_table(
         # MPTCP's 64-bit data sequence numbers.
         "data_seq": pa.uint64(),
         "data_ack": pa.uint64(),
+        "old_snd_una": pa.uint64(),
+        "new_snd_una": pa.uint64(),
+        "new_wnd_end": pa.uint64(),
+        "msk_wnd_end": pa.uint64(),
     }
     return pa.table({k: pa.array(v, type=types.get(k, pa.int64())) for k, v in cols.items()})
