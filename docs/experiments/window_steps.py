@@ -75,9 +75,7 @@ def side(
     in_flight = float((nxt - una_g).mean())
     little = in_flight * 8 / (np.mean(held_ms[keep]) / 1e3) / 1e6
     print(f"{name}: Data-ACKed {rate:.1f} Mbit/s (in flight / holding time: {little:.1f})")
-    print(
-        f"  window {np.mean(window) / SEGMENT:.0f} segments, in flight {in_flight / SEGMENT:.0f}"
-    )
+    print(f"  window {np.mean(window) / SEGMENT:.0f} segments, in flight {in_flight / SEGMENT:.0f}")
     for p in sorted(set(sent_path[keep].tolist())):
         on = keep & (sent_path == p)
         q = np.percentile(held_ms[on], [10, 50, 90])
