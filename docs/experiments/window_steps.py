@@ -20,6 +20,7 @@ MODEL_DIR` (the segments, acks and connection traces). The first 2 s are left ou
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -125,7 +126,7 @@ def kernel(run: Path) -> None:
         first["path"].to_numpy(),
         t,
         acks["new_snd_una"].to_numpy(np.float64) - base,
-        np.array([names.get(int(p), "?") if p == p else "?" for p in acks["ack_path"]]),
+        acks["ack_path"].map(names).fillna("?").to_numpy(),
         window,
     )
 
@@ -150,8 +151,6 @@ def model(run: Path) -> None:
 
 
 def _paths(run: Path) -> list[dict]:
-    import json
-
     return json.loads((run / "scenario.json").read_text())["paths"]
 
 

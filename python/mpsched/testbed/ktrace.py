@@ -5,8 +5,8 @@ per event: every ACK a TCP socket takes with its window and smoothed RTT (``tcp:
 every retransmission (``tcp:tcp_retransmit_skb``), every change of congestion state
 (``tcp:tcp_cong_state_set``), every decision of MPTCP's packet scheduler with each subflow's
 linger-time ratio (``mptcp:mptcp_subflow_get_send``), every data fragment pushed to a
-subflow (``mptcp:mptcp_sendmsg_frag``) and every Data ACK the sender takes, with the
-connection-level window's right edge before and after it (``mptcp:ack_update_msk``). They
+subflow (``mptcp:mptcp_sendmsg_frag``) and every Data ACK the sender takes, with the right
+edge that ACK offers and the connection's right edge after it (``mptcp:ack_update_msk``). They
 answer what the model should do, from the kernel: when HyStart left slow start, why a subflow
 was starved, when the connection's timer resent the head of the stream, whether the sender
 had window left at the connection level.
