@@ -504,6 +504,34 @@ def test_a_lost_syn_goes_again_after_a_second_on_the_kernel_as_in_the_model() ->
 
 
 @needs_mptcp
+def test_a_subflow_joining_after_the_buffer_stopped_growing_keeps_its_own_small_buffer() -> None:
+    # Upstream MPTCP subflows are sockets with receive buffers of their own. At 512 KiB the
+    # connection's buffer reaches tcp_rmem[2] on its first reads, before the LTE subflow
+    # joins; the subflows follow the connection only while it grows, so LTE keeps 128 KiB
+    # and its rcv_ssthresh stops at win(131,072) = 80,896 (less what it holds), while Wi-Fi's
+    # grows toward the connection's 323,584. No random loss: out-of-order data at LTE would
+    # grow its buffer too.
+    overrides = {
+        "duration": "4s",
+        "connection.scheduler": "linux",
+        "connection.rcvbuf": "512KiB",
+        "path.lte.rtt": "100ms",
+        "path.lte.loss": 0.0,
+        "path.wifi.loss": 0.0,
+    }
+    scenario = load(ROOT / "scenarios" / "stms-lab.toml", overrides)
+    summary = emulate(to_native(scenario))
+    wifi, lte = (s["kernel"]["receiver_rcv_ssthresh"] for s in summary["subflows"])
+    assert 79_000 <= lte <= 80_896, lte
+    assert wifi > 250_000, wifi
+    # The model: LTE's own buffer stays at tcp_rmem[1], Wi-Fi's follows the connection's.
+    model = api.run(load(ROOT / "scenarios" / "stms-lab.toml", overrides), trace=True)
+    last = model.table("subflows").to_pandas().groupby("subflow").last()
+    assert last.loc[1, "rcvbuf_bytes"] == 131_072, last
+    assert last.loc[0, "rcvbuf_bytes"] > 400_000, last
+
+
+@needs_mptcp
 def test_mptcp_run_has_the_simulator_summary_keys() -> None:
     config = to_native(load(ROOT / "scenarios" / "stms-lab.toml", {"duration": "4s"}))
     config["scheduler"] = "linux"

@@ -25,10 +25,22 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 SEGMENT = 1424  # payload of an upstream MPTCP segment (a DSS option in every packet)
 SKIP_NS = 2e9
+# The kernel trace's 64-bit sequence numbers: float64 would round them to 2 KB.
+SEQ_COLUMNS = ("new_snd_una", "msk_wnd_end")
+
+
+def _relative(col: pa.ChunkedArray, base: int) -> np.ndarray:
+    """A uint64 sequence column minus ``base``, exactly (wrapping), as float64; null -> NaN."""
+    raw = pc.fill_null(col, 0).to_numpy().astype(np.uint64)
+    out = (raw - np.uint64(base)).view(np.int64).astype(np.float64)
+    out[col.is_null().to_numpy(zero_copy_only=False)] = np.nan
+    return out
 
 
 def _trains(times: np.ndarray) -> float:
@@ -104,14 +116,17 @@ def kernel(run: Path) -> None:
     data = pq.read_table(run / "raw" / "data.parquet").to_pandas()
     data = data[data["dsn_bytes"].notna() & (data["payload_bytes"] > 0)]
     first = data.drop_duplicates("dsn_bytes", keep="first")
-    kt = pq.read_table(run / "raw" / "ktrace.parquet").to_pandas()
-    base = float(kt.loc[kt["event"] == "mptcp_sendmsg_frag", "data_seq"].min())
+    table = pq.read_table(run / "raw" / "ktrace.parquet")
+    kt = table.drop_columns(list(SEQ_COLUMNS)).to_pandas()
+    base = int(pc.min(table["data_seq"]).as_py())
+    for col in SEQ_COLUMNS:
+        kt[col] = _relative(table[col], base)
     # Each Data ACK's path: the server's tcp_probe just before it (the same ACK).
     probe = (kt["event"] == "tcp_probe") & (kt["side"] == "server")
     kt["ack_path"] = kt["path"].where(probe).ffill()
     acks = kt[kt["event"] == "ack_update_msk"]
     # The client's connection takes Data ACKs of its own (empty) direction: the server's only.
-    acks = acks[(acks["new_snd_una"].astype("float64") - base).abs() < 1e12]
+    acks = acks[acks["new_snd_una"].abs() < 1e12]
     names = {i: p["name"] for i, p in enumerate(_paths(run))}
     grid = _step_on(first["t_ns"].to_numpy(np.float64))
     t = acks["t_ns"].to_numpy(np.float64)
@@ -125,7 +140,7 @@ def kernel(run: Path) -> None:
         first["payload_bytes"].to_numpy(np.float64),
         first["path"].to_numpy(),
         t,
-        acks["new_snd_una"].to_numpy(np.float64) - base,
+        acks["new_snd_una"].to_numpy(np.float64),
         acks["ack_path"].map(names).fillna("?").to_numpy(),
         window,
     )

@@ -435,6 +435,10 @@ impl Simulation {
         if let Some(a) = answer {
             self.send_hs(k, a);
         }
+        if let Some(HsEvent::ClientEstablished { subflow }) = event {
+            // Its socket's receive buffer starts measuring (tcp_init_transfer).
+            self.conns[k].client.subflow_established(subflow);
+        }
         match event {
             // The first subflow is up: the client opens the others (MP_JOIN), on the paths
             // whose address it has.

@@ -95,6 +95,7 @@ struct SubflowSamples {
     queue_bytes: Vec<u64>,
     queue_drops: Vec<u64>,
     aqm_drops: Vec<u64>,
+    rcvbuf_bytes: Vec<u64>,
 }
 
 #[derive(Default)]
@@ -156,6 +157,8 @@ impl Tracer {
             let stats = link.stats();
             s.queue_drops.push(stats.queue_drops + stats.aqm_drops);
             s.aqm_drops.push(stats.aqm_drops);
+            s.rcvbuf_bytes
+                .push(client.subflow_rcvbuf(i).unwrap_or(client.rcvbuf()));
         }
         let c = &mut self.conn;
         c.t_ns.push(now.as_nanos());
@@ -225,6 +228,7 @@ impl Tracer {
                     Column::U64(s.queue_bytes),
                     Column::U64(s.queue_drops),
                     Column::U64(s.aqm_drops),
+                    Column::U64(s.rcvbuf_bytes),
                 ],
             ));
         }

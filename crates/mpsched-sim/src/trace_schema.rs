@@ -62,6 +62,7 @@ pub const SUBFLOWS: Table = Table {
         col("queue_bytes", "u64", "byte", "backlog of the path's data-direction bottleneck queue (packet in service included, wire bytes)"),
         col("queue_drops", "u64", "packet", "packets that queue has dropped so far, every flow's: at its tail (full) or by its AQM"),
         col("aqm_drops", "u64", "packet", "of those, the AQM's (CoDel, FQ-CoDel: dropped at the head after waiting too long)"),
+        col("rcvbuf_bytes", "u64", "byte", "the client's receive buffer this subflow's window is capped by: upstream MPTCP, the subflow socket's own (ssk->sk_rcvbuf); otherwise the connection's"),
     ],
 };
 

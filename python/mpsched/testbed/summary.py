@@ -130,6 +130,8 @@ def _subflow(
             "peer_window": _last(tx, "snd_wnd"),
             "receiver_window": _last(rx, "rcv_wnd"),
             "receiver_ooo_packets": _sum(rx, "rcv_ooopack"),
+            # The client subflow's rcv_ssthresh: capped by the subflow socket's own buffer.
+            "receiver_rcv_ssthresh": _last(rx, "rcv_ssthresh"),
             "payload_per_packet": None if not packets else (_sum(tx, "bytes_sent") or 0) / packets,
             "link_packet_sizes": down.get("sizes"),
             "link_delivered_packets": down.get("delivered"),

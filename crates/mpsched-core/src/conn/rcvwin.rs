@@ -17,9 +17,22 @@
 //!   largest any subflow advertised (`mptcp_set_rwin`).
 //! - Autotuning (DRS, `tcp_moderate_rcvbuf`): the buffer starts at `tcp_rmem[1]`; at most once
 //!   per receiver RTT, if the application read more than last time (`c > s`), the window target
-//!   is `w = 2c + 4c(c - s)/s` and the buffer becomes `space_from_win(w)`, capped at
-//!   `tcp_rmem[2]` and never smaller (`tcp_rcvbuf_grow`, 6.18; MPTCP: `mptcp_rcvbuf_grow` with
-//!   the largest subflow RTT).
+//!   is `w = 2c + 4c(c - s)/s` (plus the span of the out-of-order queue) and the buffer becomes
+//!   `space_from_win(w)`, capped at `tcp_rmem[2]` and never smaller (`tcp_rcvbuf_grow`, 6.18;
+//!   MPTCP: `mptcp_rcvbuf_grow` with the largest subflow RTT). Data queued out of order grows
+//!   it too, to `2s` plus the queue's span (`tcp_data_queue_ofo`, `mptcp_data_queue_ofo`).
+//! - Upstream MPTCP subflows are sockets with buffers of their own (`ssk->sk_rcvbuf`, its
+//!   `window_clamp`): a subflow's `rcv_ssthresh` grows only up to what its own buffer allows
+//!   (`tcp_grow_window`: `min(window_clamp, tcp_space(ssk))`), not the connection's. A subflow's
+//!   buffer starts at `tcp_rmem[1]` and grows only when the connection's buffer grows on a read
+//!   ("make subflows follow along" in `mptcp_rcv_space_adjust`: `tcp_rcvbuf_grow(ssk, copied)`
+//!   for each subflow past `tcp_init_transfer`) or when the subflow queues data out of order.
+//!   Once the connection's buffer is at `tcp_rmem[2]` its subflows stop following, so a
+//!   subflow that joins late keeps 131,072 bytes and advertises at most ~80 KB of its own
+//!   (measured on this machine's 6.18 with `ss -tmi`: the STMS lab at 512 KiB, the LTE
+//!   subflow's `rb131072 rcv_ssthresh:80106` for the whole run, Wi-Fi's grown 131,072 ->
+//!   193,808 -> 499,196 at the connection's first reads). Only the shared right edge, which
+//!   never moves left, lets such a subflow's ACKs carry the larger window.
 //! - Receiver RTT (`tcp_rcv_rtt_measure_ts`): a full-sized segment echoing a new TSecr gives
 //!   `now - TSecr`; a smaller sample replaces the estimate, a larger one enters a 1/8 EWMA
 //!   (6.16+).
@@ -27,8 +40,8 @@
 //!   subflow is charged to that subflow's socket, `mptcp_space` ignores it); plain TCP counts
 //!   its out-of-order queue.
 //!
-//! Left out: the 6.16+ growth of a TCP buffer by the span of its out-of-order queue, the
-//! rounding of the window to the window-scale unit, memory pressure.
+//! Left out: for plain TCP, the 6.16+ growth of the buffer by the span of its out-of-order
+//! queue; the rounding of the window to the window-scale unit; memory pressure.
 
 use crate::time::{Dur, Time};
 use crate::units::wire;
@@ -72,6 +85,16 @@ pub struct RcvWindowConfig {
     pub subflows: usize,
 }
 
+/// An upstream MPTCP subflow socket's own receive buffer.
+#[derive(Clone, Copy, Debug)]
+struct SubflowBuf {
+    /// `ssk->sk_rcvbuf` (its `window_clamp` is `win(ratio, rcvbuf)`).
+    rcvbuf: u64,
+    /// `rcvq_space.space`; 0 until the socket is established (`tcp_init_transfer`), and a
+    /// subflow that is not established does not follow the connection's buffer.
+    space: u64,
+}
+
 #[derive(Clone, Copy, Debug, Default)]
 struct RcvRtt {
     /// Smoothed receiver RTT (0 = no sample yet).
@@ -85,6 +108,8 @@ pub struct RcvWindow {
     rcvbuf: u64,
     /// `rcv_ssthresh` per subflow.
     ssthresh: Vec<u64>,
+    /// Upstream MPTCP: each subflow's own buffer.
+    sf_buf: Vec<SubflowBuf>,
     rtt: Vec<RcvRtt>,
     // `rcvq_space`: bytes read in the current measurement, the previous measurement's bytes,
     // when it started and the RTT it was gated on.
@@ -104,6 +129,9 @@ impl RcvWindow {
         let mut w = RcvWindow {
             rcvbuf,
             ssthresh: vec![0; cfg.subflows],
+            // A subflow takes SO_RCVBUF from the connection (mptcp_sockopt_sync); autotuned,
+            // it starts at tcp_rmem[1] as any TCP socket.
+            sf_buf: vec![SubflowBuf { rcvbuf, space: 0 }; cfg.subflows],
             rtt: vec![RcvRtt::default(); cfg.subflows],
             copied: 0,
             space: 0,
@@ -113,47 +141,103 @@ impl RcvWindow {
         };
         // `tcp_init_buffer_space`: the window clamp keeps one segment in reserve, and the
         // first measurement expects at most the initial window.
-        let first = w.first_ssthresh();
+        let first = w.first_ssthresh(w.rcvbuf);
         w.ssthresh.iter_mut().for_each(|s| *s = first);
         w.space = first.min(INIT_SPACE_SEGMENTS * wire::MSS as u64);
         w
     }
 
-    /// A new subflow socket's `rcv_ssthresh`: the handshake's window, the clamp keeping one
-    /// segment in reserve.
-    fn first_ssthresh(&self) -> u64 {
+    /// The `rcv_ssthresh` of a new socket whose buffer is `rcvbuf`: the handshake's window,
+    /// the clamp keeping one segment in reserve.
+    fn first_ssthresh(&self, rcvbuf: u64) -> u64 {
         let advmss = wire::MSS as u64;
-        let clamp = win(DEFAULT_RATIO, self.rcvbuf)
+        let clamp = win(DEFAULT_RATIO, rcvbuf)
             .saturating_sub(advmss)
             .max(2 * advmss);
-        self.handshake_rcv_wnd().min(clamp)
+        handshake_rcv_wnd(rcvbuf).min(clamp)
     }
 
     /// Subflow `sf` is a new socket (it joined again after its address came back): its own
-    /// threshold and RTT estimate start over; the connection's buffer is as it is.
+    /// threshold, buffer and RTT estimate start over; the connection's buffer is as it is.
     pub fn reset_subflow(&mut self, sf: usize) {
+        self.sf_buf[sf] = SubflowBuf {
+            rcvbuf: self.initial_subflow_rcvbuf(),
+            space: 0,
+        };
         if !self.cfg.out_of_tree {
-            self.ssthresh[sf] = self.first_ssthresh();
+            // Upstream, the new socket's window comes from its own buffer.
+            let rcvbuf = if self.subflow_buffers() {
+                self.sf_buf[sf].rcvbuf
+            } else {
+                self.rcvbuf
+            };
+            self.ssthresh[sf] = self.first_ssthresh(rcvbuf);
         }
         self.rtt[sf] = RcvRtt::default();
     }
 
-    /// `rcv_wnd` of the handshake (`tcp_select_initial_window`, 6.10+): the default ratio
-    /// applied to the buffer, in whole segments.
-    fn handshake_rcv_wnd(&self) -> u64 {
-        let advmss = wire::MSS as u64;
-        let space = win(DEFAULT_RATIO, self.rcvbuf);
-        if space > advmss {
-            space / advmss * advmss
+    fn initial_subflow_rcvbuf(&self) -> u64 {
+        if self.cfg.autotune {
+            self.cfg.rcvbuf_initial.min(self.cfg.rcvbuf_max)
         } else {
-            space
+            self.cfg.rcvbuf_max
+        }
+    }
+
+    /// Whether each subflow has a buffer of its own that caps its `rcv_ssthresh`.
+    fn subflow_buffers(&self) -> bool {
+        self.cfg.mptcp && !self.cfg.out_of_tree
+    }
+
+    /// Subflow `sf` is established (`tcp_init_transfer` -> `tcp_init_buffer_space`): its first
+    /// `rcvq_space.space` is at most 10 segments, and from now on it follows the connection's
+    /// buffer.
+    pub fn establish(&mut self, sf: usize) {
+        if let Some(b) = self.sf_buf.get_mut(sf).filter(|b| b.space == 0) {
+            b.space = self.ssthresh[sf].min(INIT_SPACE_SEGMENTS * wire::MSS as u64);
+        }
+    }
+
+    /// `tcp_rcvbuf_grow(ssk, newval)` (6.18) on subflow `sf`, whose out-of-order queue spans
+    /// `ooo_span` bytes: twice `newval`, plus twice the growth since the last value, plus the
+    /// span; the buffer never shrinks.
+    fn grow_subflow(&mut self, sf: usize, newval: u64, ooo_span: u64) {
+        let (autotune, ratio, max) = (self.cfg.autotune, self.cfg.ratio, self.cfg.rcvbuf_max);
+        let b = &mut self.sf_buf[sf];
+        let old = b.space.max(1);
+        b.space = newval;
+        if !autotune {
+            return;
+        }
+        let rcvwin = 2 * newval;
+        let grow = rcvwin * newval.saturating_sub(old) / old;
+        let rcvbuf = space_from_win(ratio, rcvwin + 2 * grow + ooo_span).min(max);
+        b.rcvbuf = b.rcvbuf.max(rcvbuf);
+    }
+
+    /// Subflow `sf` queued a segment out of order; its queue spans `ooo_span` bytes from its
+    /// `rcv_nxt` (`tcp_data_queue_ofo` -> `tcp_rcvbuf_grow(sk, rcvq_space.space)`).
+    pub fn on_subflow_ooo(&mut self, sf: usize, ooo_span: u64) {
+        if self.subflow_buffers() && self.sf_buf.get(sf).is_some_and(|b| b.space > 0) {
+            self.grow_subflow(sf, self.sf_buf[sf].space, ooo_span);
+        }
+    }
+
+    /// The connection queued a segment out of order; its queue spans `ooo_span` bytes from
+    /// the Data ACK (`mptcp_data_queue_ofo` -> `mptcp_rcvbuf_grow(sk, rcvq_space.space)`).
+    /// The subflows do not follow this growth.
+    pub fn on_connection_ooo(&mut self, ooo_span: u64) {
+        if self.subflow_buffers() && self.cfg.autotune {
+            let w = 2 * self.space + ooo_span;
+            let rcvbuf = space_from_win(self.cfg.ratio, w).min(self.cfg.rcvbuf_max);
+            self.rcvbuf = self.rcvbuf.max(rcvbuf);
         }
     }
 
     /// The window the peer may use before the first ACK: the SYN's, whose 16-bit field is not
     /// scaled (RFC 7323 2.2).
     pub fn initial_window(&self) -> u64 {
-        self.handshake_rcv_wnd().min(65_535)
+        handshake_rcv_wnd(self.rcvbuf).min(65_535)
     }
 
     /// `sk_rcvbuf` now.
@@ -181,8 +265,17 @@ impl RcvWindow {
     }
 
     /// A data segment of `len` bytes arrived on subflow `sf`, not a duplicate, echoing
-    /// `tsecr`; `held` bytes count against the buffer. Returns whether `rcv_ssthresh` grew.
-    pub fn on_segment(&mut self, now: Time, sf: usize, len: u32, tsecr: Time, held: u64) -> bool {
+    /// `tsecr`; `held` bytes count against the connection's buffer, `sf_held` against the
+    /// subflow's own (its out-of-order queue). Returns whether `rcv_ssthresh` grew.
+    pub fn on_segment(
+        &mut self,
+        now: Time,
+        sf: usize,
+        len: u32,
+        tsecr: Time,
+        held: u64,
+        sf_held: u64,
+    ) -> bool {
         let Some(r) = self.rtt.get_mut(sf) else {
             return false;
         };
@@ -202,11 +295,12 @@ impl RcvWindow {
         if len < GROW_MIN_LEN {
             return false;
         }
-        let full = self.full_space();
-        let limit = if self.cfg.mptcp && !self.cfg.out_of_tree {
-            full
+        let limit = if self.subflow_buffers() {
+            // min(window_clamp, tcp_space(ssk)) of the subflow's own socket.
+            self.establish(sf);
+            win(self.cfg.ratio, self.sf_buf[sf].rcvbuf).saturating_sub(sf_held)
         } else {
-            full.saturating_sub(held)
+            self.full_space().saturating_sub(held)
         };
         let ss = self.ss(sf);
         let room = limit.saturating_sub(self.ssthresh[ss]);
@@ -215,36 +309,62 @@ impl RcvWindow {
         room > 0
     }
 
-    /// The application read `bytes`: at most once per receiver RTT, grow the buffer with what
-    /// it reads (`tcp_rcv_space_adjust` / `mptcp_rcv_space_adjust`).
-    pub fn on_read(&mut self, now: Time, bytes: u64) {
+    /// The application read `bytes` while the connection's out-of-order queue spans
+    /// `ooo_span` bytes: at most once per receiver RTT, grow the buffer with what it reads
+    /// (`tcp_rcv_space_adjust` / `mptcp_rcv_space_adjust`). Returns what was read in the
+    /// measurement if the buffer grew: upstream MPTCP's subflows then follow
+    /// ([`RcvWindow::follow`]).
+    pub fn on_read(&mut self, now: Time, bytes: u64, ooo_span: u64) -> Option<u64> {
         if !self.cfg.autotune || bytes == 0 {
-            return;
+            return None;
         }
         self.copied += bytes;
         let elapsed = now.saturating_since(self.measure_start);
         if self.measure_rtt > Dur::ZERO && elapsed < self.measure_rtt {
-            return;
+            return None;
         }
         let rtt = self.rtt.iter().map(|r| r.rtt).max().unwrap_or(Dur::ZERO);
         self.measure_rtt = rtt;
         if rtt == Dur::ZERO || elapsed < rtt {
-            return;
+            return None;
         }
         let (c, s) = (self.copied, self.space.max(1));
+        let mut grew = None;
         if c > s {
             let w = if self.cfg.out_of_tree {
                 linux4_grow(c, s)
             } else {
-                // tcp_rcvbuf_grow (6.18): twice what was read, plus the growth seen.
-                2 * c + 4 * c * (c - s) / s
+                // tcp_rcvbuf_grow (6.18): twice what was read, plus the growth seen; MPTCP's
+                // also the span of the connection's out-of-order queue.
+                let span = if self.subflow_buffers() { ooo_span } else { 0 };
+                2 * c + 4 * c * (c - s) / s + span
             };
             let rcvbuf = space_from_win(self.cfg.ratio, w).min(self.cfg.rcvbuf_max);
-            self.rcvbuf = self.rcvbuf.max(rcvbuf);
+            if rcvbuf > self.rcvbuf {
+                self.rcvbuf = rcvbuf;
+                grew = Some(c);
+            }
             self.space = c;
         }
         self.copied = 0;
         self.measure_start = now;
+        grew.filter(|_| self.subflow_buffers())
+    }
+
+    /// The connection's buffer grew on a read of `copied` bytes: established subflow `sf`,
+    /// whose out-of-order queue spans `ooo_span` bytes, follows along
+    /// (`mptcp_rcv_space_adjust` -> `tcp_rcvbuf_grow(ssk, copied)`).
+    pub fn follow(&mut self, sf: usize, copied: u64, ooo_span: u64) {
+        if self.sf_buf.get(sf).is_some_and(|b| b.space > 0) {
+            self.grow_subflow(sf, copied, ooo_span);
+        }
+    }
+
+    /// Subflow `sf`'s own buffer (`ssk->sk_rcvbuf`), upstream MPTCP.
+    pub fn subflow_rcvbuf(&self, sf: usize) -> Option<u64> {
+        self.subflow_buffers()
+            .then(|| self.sf_buf.get(sf).map(|b| b.rcvbuf))
+            .flatten()
     }
 
     /// The window subflow `sf` advertises with `held` bytes counting against the buffer
@@ -271,6 +391,18 @@ fn linux4_grow(c: u64, s: u64) -> u64 {
         }
     } else {
         w
+    }
+}
+
+/// `rcv_wnd` of the handshake of a socket whose buffer is `rcvbuf` (`tcp_select_initial_window`,
+/// 6.10+): the default ratio applied to the buffer, in whole segments.
+fn handshake_rcv_wnd(rcvbuf: u64) -> u64 {
+    let advmss = wire::MSS as u64;
+    let space = win(DEFAULT_RATIO, rcvbuf);
+    if space > advmss {
+        space / advmss * advmss
+    } else {
+        space
     }
 }
 
@@ -331,12 +463,12 @@ mod tests {
     fn the_window_opens_by_two_segments_per_segment_up_to_the_buffer() {
         let mut w = RcvWindow::new(cfg(6 << 20, false));
         let before = w.window(0, 0);
-        w.on_segment(ms(1), 0, MSS, Time::ZERO, 0);
+        w.on_segment(ms(1), 0, MSS, Time::ZERO, 0, 0);
         assert_eq!(w.window(0, 0), before + 2 * 1448);
         // The other subflow's threshold did not move.
         assert_eq!(w.window(1, 0), before);
         for _ in 0..10_000 {
-            w.on_segment(ms(1), 0, MSS, Time::ZERO, 0);
+            w.on_segment(ms(1), 0, MSS, Time::ZERO, 0, 0);
         }
         assert_eq!(w.window(0, 0), w.full_space());
     }
@@ -345,7 +477,7 @@ mod tests {
     fn held_data_closes_the_window_and_little_room_closes_it_entirely() {
         let mut w = RcvWindow::new(cfg(1 << 20, false));
         for _ in 0..1000 {
-            w.on_segment(ms(1), 0, MSS, Time::ZERO, 0);
+            w.on_segment(ms(1), 0, MSS, Time::ZERO, 0, 0);
         }
         let full = w.full_space();
         assert_eq!(w.window(0, 100_000), full - 100_000);
@@ -359,35 +491,103 @@ mod tests {
     fn autotuning_grows_the_buffer_once_per_receiver_rtt() {
         let mut w = RcvWindow::new(cfg(6 << 20, true));
         // Receiver RTT 100 ms from the echoed timestamp.
-        w.on_segment(ms(100), 0, MSS, ms(1), 0);
+        w.on_segment(ms(100), 0, MSS, ms(1), 0, 0);
         assert_eq!(w.rtt[0].rtt, Dur::from_millis(99));
         // Nothing before a first RTT has passed.
-        w.on_read(ms(50), 100_000);
+        w.on_read(ms(50), 100_000, 0);
         assert_eq!(w.rcvbuf(), RCVBUF_INITIAL);
         // 200,000 bytes read in the first RTT against space 14,480: w = 2c + 4c(c-s)/s.
-        w.on_read(ms(150), 100_000);
+        w.on_read(ms(150), 100_000, 0);
         let (c, s) = (200_000u64, 14_480u64);
         let target = 2 * c + 4 * c * (c - s) / s;
         assert_eq!(w.rcvbuf(), ((target << 8) / 158).min(6 << 20));
         // Capped at tcp_rmem[2], and never shrinks.
-        w.on_read(ms(300), 5_000_000);
+        w.on_read(ms(300), 5_000_000, 0);
         assert_eq!(w.rcvbuf(), 6 << 20);
-        w.on_read(ms(500), 10);
+        w.on_read(ms(500), 10, 0);
         assert_eq!(w.rcvbuf(), 6 << 20);
+    }
+
+    #[test]
+    fn subflows_follow_the_connection_s_buffer_as_the_kernel_s_did() {
+        // `ss -tmi` at the client (Linux 6.18, the STMS lab at 512 KiB): the Wi-Fi subflow's
+        // rcv_space went 14,480 -> 19,936 -> 29,904 -> 56,048 at the connection's first
+        // reads, and its buffer 131,072 -> 131,072 -> 193,808 -> 499,196.
+        let mut w = RcvWindow::new(cfg(512 << 10, true));
+        w.establish(0);
+        assert_eq!(w.sf_buf[0].space, 14_480);
+        let mut bufs = vec![];
+        for copied in [19_936, 29_904, 56_048] {
+            w.follow(0, copied, 0);
+            bufs.push(w.subflow_rcvbuf(0).unwrap());
+        }
+        for (model, kernel) in bufs.iter().zip([131_072u64, 193_808, 499_196]) {
+            assert!(model.abs_diff(kernel) * 10_000 <= kernel, "{bufs:?}");
+        }
+        // Subflow 1 is not established yet: it does not follow.
+        assert_eq!(w.subflow_rcvbuf(1), Some(RCVBUF_INITIAL));
+    }
+
+    #[test]
+    fn a_subflow_established_after_the_buffer_stopped_growing_keeps_its_first_buffer() {
+        let mut w = RcvWindow::new(cfg(512 << 10, true));
+        w.establish(0);
+        // The connection reads a lot in its first RTT: its buffer goes to tcp_rmem[2].
+        w.on_segment(ms(20), 0, MSS, ms(1), 0, 0);
+        assert_eq!(w.on_read(ms(30), 300_000, 0), Some(300_000));
+        assert_eq!(w.rcvbuf(), 512 << 10);
+        // The second subflow joins now; from here on the connection's buffer cannot grow,
+        // so its own stays at 131,072 and caps its rcv_ssthresh at win(131,072) = 80,896,
+        // as the kernel's LTE subflow (`rb131072 rcv_ssthresh:80106`, 80,896 with nothing
+        // queued) for a whole run.
+        w.establish(1);
+        for t in 0..10_000 {
+            w.on_segment(ms(40 + t), 1, MSS, Time::ZERO, 0, 0);
+        }
+        assert_eq!(w.on_read(ms(20_000), 10_000_000, 0), None);
+        assert_eq!(w.subflow_rcvbuf(1), Some(RCVBUF_INITIAL));
+        assert_eq!(w.window(1, 0), 80_896);
+        assert_eq!(w.window(0, 0), w.full_space().min(w.ssthresh[0]));
+        // What a new subflow holds out of order counts against its own buffer: with 70,000
+        // bytes queued, its threshold does not grow from the handshake's 64,088.
+        w.reset_subflow(1);
+        w.establish(1);
+        for t in 0..100 {
+            w.on_segment(ms(30_000 + t), 1, MSS, Time::ZERO, 0, 70_000);
+        }
+        assert_eq!(w.ssthresh[1], 64_088);
+    }
+
+    #[test]
+    fn data_queued_out_of_order_grows_the_buffer_by_the_queue_s_span() {
+        // tcp_data_queue_ofo -> tcp_rcvbuf_grow(sk, space): 2 x space + the span.
+        let mut w = RcvWindow::new(cfg(512 << 10, true));
+        w.establish(1);
+        w.on_subflow_ooo(1, 80_000);
+        let want = ((2 * 14_480 + 80_000) << 8) / 158;
+        assert_eq!(w.subflow_rcvbuf(1), Some(want));
+        // Never smaller.
+        w.on_subflow_ooo(1, 1_000);
+        assert_eq!(w.subflow_rcvbuf(1), Some(want));
+        // The connection's own queue grows the connection's buffer (mptcp_data_queue_ofo)
+        // and not the subflows'.
+        w.on_connection_ooo(400_000);
+        assert_eq!(w.rcvbuf(), 512 << 10);
+        assert_eq!(w.subflow_rcvbuf(1), Some(want));
     }
 
     #[test]
     fn a_larger_rtt_sample_is_smoothed_a_smaller_one_taken() {
         let mut w = RcvWindow::new(cfg(6 << 20, true));
-        w.on_segment(ms(100), 1, MSS, ms(20), 0);
-        w.on_segment(ms(200), 1, MSS, ms(20), 0); // same TSecr: ignored
+        w.on_segment(ms(100), 1, MSS, ms(20), 0, 0);
+        w.on_segment(ms(200), 1, MSS, ms(20), 0, 0); // same TSecr: ignored
         assert_eq!(w.rtt[1].rtt, Dur::from_millis(80));
-        w.on_segment(ms(260), 1, MSS, ms(100), 0);
+        w.on_segment(ms(260), 1, MSS, ms(100), 0, 0);
         assert_eq!(w.rtt[1].rtt, Dur::from_millis(80 - 10 + 20));
-        w.on_segment(ms(300), 1, MSS, ms(250), 0);
+        w.on_segment(ms(300), 1, MSS, ms(250), 0, 0);
         assert_eq!(w.rtt[1].rtt, Dur::from_millis(50));
         // A short segment gives no sample.
-        w.on_segment(ms(400), 1, 100, ms(390), 0);
+        w.on_segment(ms(400), 1, 100, ms(390), 0, 0);
         assert_eq!(w.rtt[1].rtt, Dur::from_millis(50));
     }
 
@@ -402,10 +602,10 @@ mod tests {
         });
         assert_eq!((w.full_space(), w.window(1, 0)), (65_536, 64_088));
         // A segment on subflow 0 opens the window of subflow 1 too, up to the free space.
-        assert!(w.on_segment(ms(1), 0, MSS, Time::ZERO, 0));
+        assert!(w.on_segment(ms(1), 0, MSS, Time::ZERO, 0, 0));
         assert_eq!(w.window(1, 0), 65_536);
         // Held data leaves less free space than the threshold: no growth, a smaller window.
-        assert!(!w.on_segment(ms(1), 1, MSS, Time::ZERO, 10_000));
+        assert!(!w.on_segment(ms(1), 1, MSS, Time::ZERO, 10_000, 0));
         assert_eq!(w.window(0, 10_000), 55_536);
     }
 

@@ -325,8 +325,32 @@ impl Receiver {
             return false;
         }
         self.unread -= bytes;
-        self.window.on_read(now, bytes);
+        if let Some(copied) = self.window.on_read(now, bytes, self.ooo_span()) {
+            for j in 0..self.subflows.len() {
+                let span = self.subflows[j].ooo_span_segments() * self.mss;
+                self.window.follow(j, copied, span);
+            }
+        }
         true
+    }
+
+    /// Bytes from the Data ACK to the end of the connection-level out-of-order queue.
+    fn ooo_span(&self) -> u64 {
+        if self.ooo_count == 0 {
+            0
+        } else {
+            (self.ooo.len() as u64 + 1) * self.mss
+        }
+    }
+
+    /// Subflow `i`'s handshake completed at this end (`tcp_init_transfer`).
+    pub fn subflow_established(&mut self, i: usize) {
+        self.window.establish(i);
+    }
+
+    /// Subflow `i`'s own receive buffer (upstream MPTCP; `None` otherwise).
+    pub fn subflow_rcvbuf(&self, i: usize) -> Option<u64> {
+        self.window.subflow_rcvbuf(i)
     }
     fn out_of_tree(&self) -> bool {
         self.cfg.stack == Stack::OutOfTree
@@ -372,9 +396,16 @@ impl Receiver {
         }
         let sf_held = self.subflows[i].ooo_bytes();
         let need = self.subflows[i].on_segment(now, &seg);
-        self.subflow_ooo_bytes = self.subflow_ooo_bytes - sf_held + self.subflows[i].ooo_bytes();
+        let sf_now = self.subflows[i].ooo_bytes();
+        self.subflow_ooo_bytes = self.subflow_ooo_bytes - sf_held + sf_now;
+        if sf_now > sf_held {
+            let span = self.subflows[i].ooo_span_segments() * self.mss;
+            self.window.on_subflow_ooo(i, span);
+        }
         let charged = self.charged_bytes();
-        let grew = self.window.on_segment(now, i, seg.len, seg.ts_ecr, charged);
+        let grew = self
+            .window
+            .on_segment(now, i, seg.len, seg.ts_ecr, charged, sf_now);
         let mut filled_hole = false;
         let delivered = self.stats.delivered_bytes;
         while let Some(rx) = self.subflows[i].poll_in_order() {
@@ -430,6 +461,7 @@ impl Receiver {
                 self.ooo[idx] = Some(held);
                 self.ooo_count += 1;
                 self.ooo_bytes += rx.len as u64;
+                self.window.on_connection_ooo(self.ooo_span());
             }
             return false;
         }

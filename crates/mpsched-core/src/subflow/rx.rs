@@ -136,6 +136,14 @@ impl SubflowRx {
     pub fn ooo_bytes(&self) -> u64 {
         self.ooo_bytes
     }
+    /// Segments from `rcv_nxt` to the end of the out-of-order queue (0 if it is empty).
+    pub fn ooo_span_segments(&self) -> u64 {
+        if self.ooo_count == 0 {
+            0
+        } else {
+            self.ooo.len() as u64 + 1
+        }
+    }
 
     /// Takes a data segment. Returns when to ACK.
     pub fn on_segment(&mut self, now: Time, seg: &DataSeg) -> AckNeed {
