@@ -442,6 +442,11 @@ impl Client {
                     let window = self.cfg.rcvbuf / u64::from(mss) + 64;
                     self.held = Some(Reassembly::new(mss as usize, window + 1024));
                 }
+                // This path's subflow is established at this end: its receive buffer starts
+                // to follow the connection's (the simulator's at the SYN-ACK).
+                if let Some(rx) = self.receiver.as_mut() {
+                    rx.subflow_established(path);
+                }
                 // The Join goes again until data comes on the path (so a lost Proof is sent
                 // again too).
                 let p = &mut self.paths[path];
