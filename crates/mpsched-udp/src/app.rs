@@ -500,7 +500,7 @@ pub fn run_get(
             let ms = |ns: u64| ns as f64 / 1e6;
             let (stall, stall_at) = st.longest_stall(end, !client.is_complete());
             format!(
-                r#""bytes_delivered": {}, "completion_s": {}, "longest_stall_ms": {}, "longest_stall_at_s": {}, "peak_reorder_bytes": {}, "ooo_delay_ms": {{"mean": {}, "p50": {}, "p99": {}, "max": {}}}"#,
+                r#""bytes_delivered": {}, "completion_s": {}, "longest_stall_ms": {}, "longest_stall_at_s": {}, "peak_reorder_bytes": {}, "ooo_delay_ms": {{"mean": {}, "p50": {}, "p99": {}, "max": {}}}, "rcvbuf_bytes": {}, "subflow_rcvbuf_bytes": [{}]"#,
                 bytes,
                 rx.complete_at()
                     .map_or("null".to_string(), |t| t.as_secs_f64().to_string()),
@@ -510,7 +510,12 @@ pub fn run_get(
                 st.ooo_delay_ns.mean() / 1e6,
                 ms(st.ooo_delay_ns.quantile(0.5)),
                 ms(st.ooo_delay_ns.quantile(0.99)),
-                ms(st.ooo_delay_ns.max())
+                ms(st.ooo_delay_ns.max()),
+                rx.rcvbuf(),
+                (0..rx.subflows().len())
+                    .map(|i| rx.subflow_rcvbuf(i).unwrap_or(rx.rcvbuf()).to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )
         },
     );
