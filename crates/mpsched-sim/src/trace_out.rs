@@ -157,8 +157,7 @@ impl Tracer {
             let stats = link.stats();
             s.queue_drops.push(stats.queue_drops + stats.aqm_drops);
             s.aqm_drops.push(stats.aqm_drops);
-            s.rcvbuf_bytes
-                .push(client.subflow_rcvbuf(i).unwrap_or(client.rcvbuf()));
+            s.rcvbuf_bytes.push(client.subflow_rcvbuf(i));
         }
         let c = &mut self.conn;
         c.t_ns.push(now.as_nanos());

@@ -513,7 +513,7 @@ pub fn run_get(
                 ms(st.ooo_delay_ns.max()),
                 rx.rcvbuf(),
                 (0..rx.subflows().len())
-                    .map(|i| rx.subflow_rcvbuf(i).unwrap_or(rx.rcvbuf()).to_string())
+                    .map(|i| rx.subflow_rcvbuf(i).to_string())
                     .collect::<Vec<_>>()
                     .join(", ")
             )

@@ -202,16 +202,15 @@ impl RcvWindow {
     /// `ooo_span` bytes: twice `newval`, plus twice the growth since the last value, plus the
     /// span; the buffer never shrinks.
     fn grow_subflow(&mut self, sf: usize, newval: u64, ooo_span: u64) {
-        let (autotune, ratio, max) = (self.cfg.autotune, self.cfg.ratio, self.cfg.rcvbuf_max);
-        let b = &mut self.sf_buf[sf];
-        let old = b.space.max(1);
-        b.space = newval;
-        if !autotune {
+        let old = self.sf_buf[sf].space.max(1);
+        self.sf_buf[sf].space = newval;
+        if !self.cfg.autotune {
             return;
         }
         let rcvwin = 2 * newval;
         let grow = rcvwin * newval.saturating_sub(old) / old;
-        let rcvbuf = space_from_win(ratio, rcvwin + 2 * grow + ooo_span).min(max);
+        let rcvbuf = self.buffer_for(rcvwin + 2 * grow + ooo_span);
+        let b = &mut self.sf_buf[sf];
         b.rcvbuf = b.rcvbuf.max(rcvbuf);
     }
 
@@ -227,11 +226,16 @@ impl RcvWindow {
     /// the Data ACK (`mptcp_data_queue_ofo` -> `mptcp_rcvbuf_grow(sk, rcvq_space.space)`).
     /// The subflows do not follow this growth.
     pub fn on_connection_ooo(&mut self, ooo_span: u64) {
-        if self.subflow_buffers() && self.cfg.autotune {
-            let w = 2 * self.space + ooo_span;
-            let rcvbuf = space_from_win(self.cfg.ratio, w).min(self.cfg.rcvbuf_max);
-            self.rcvbuf = self.rcvbuf.max(rcvbuf);
+        // Called for every segment queued out of order: nothing to do once at tcp_rmem[2].
+        if self.subflow_buffers() && self.cfg.autotune && self.rcvbuf < self.cfg.rcvbuf_max {
+            self.rcvbuf = self.rcvbuf.max(self.buffer_for(2 * self.space + ooo_span));
         }
+    }
+
+    /// The buffer for a window target of `w` bytes (`tcp_space_from_win`), up to
+    /// `tcp_rmem[2]`.
+    fn buffer_for(&self, w: u64) -> u64 {
+        space_from_win(self.cfg.ratio, w).min(self.cfg.rcvbuf_max)
     }
 
     /// The window the peer may use before the first ACK: the SYN's, whose 16-bit field is not
@@ -339,7 +343,7 @@ impl RcvWindow {
                 let span = if self.subflow_buffers() { ooo_span } else { 0 };
                 2 * c + 4 * c * (c - s) / s + span
             };
-            let rcvbuf = space_from_win(self.cfg.ratio, w).min(self.cfg.rcvbuf_max);
+            let rcvbuf = self.buffer_for(w);
             if rcvbuf > self.rcvbuf {
                 self.rcvbuf = rcvbuf;
                 grew = Some(c);

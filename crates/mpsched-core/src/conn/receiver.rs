@@ -348,9 +348,12 @@ impl Receiver {
         self.window.establish(i);
     }
 
-    /// Subflow `i`'s own receive buffer (upstream MPTCP; `None` otherwise).
-    pub fn subflow_rcvbuf(&self, i: usize) -> Option<u64> {
-        self.window.subflow_rcvbuf(i)
+    /// The receive buffer subflow `i`'s window is capped by: upstream MPTCP, the subflow
+    /// socket's own; otherwise the connection's.
+    pub fn subflow_rcvbuf(&self, i: usize) -> u64 {
+        self.window
+            .subflow_rcvbuf(i)
+            .unwrap_or(self.window.rcvbuf())
     }
     fn out_of_tree(&self) -> bool {
         self.cfg.stack == Stack::OutOfTree
