@@ -1,6 +1,6 @@
 //! The client, sans-IO: it opens the connection on path 0 (the Noise handshake), then a
 //! subflow on every path (Join, the server's JoinAck with a random challenge, and a Proof that
-//! carries it back from the same address), and runs the core's `Receiver`: ACKs out, the
+//! carries it back from the same address; path 0's address the handshake proved already), and runs the core's `Receiver`: ACKs out, the
 //! stream's bytes in order. It knows when to stop: no authenticated answer to the handshake
 //! within `HANDSHAKE_GIVE_UP`, nothing authenticated for the idle timeout, or the server's
 //! stateless reset; bad answers are counted and ignored, never fatal.
@@ -12,7 +12,7 @@ use crate::halves::Halves;
 use crate::pool::Pool;
 use crate::reassembly::Reassembly;
 use crate::session::{is_reset, ClientHandshake, Hello, OpenError, Psk, Session};
-use crate::wire::{Frame, Header, Kind, Part, SubflowStats, MAX_DATAGRAM};
+use crate::wire::{Frame, Header, Kind, Part, SubflowStats, MAX_DATAGRAM, NO_PROOF};
 use mpsched_core::conn::{Reader, Receiver, ReceiverConfig, Stack};
 use mpsched_core::jiffies::Jiffies;
 use mpsched_core::packet::Payload;
@@ -454,6 +454,10 @@ impl Client {
                     p.joined = true;
                     p.last_heard = now;
                     p.probe_gap = self.keepalive;
+                }
+                if challenge == NO_PROOF {
+                    // Path 0, proven by the handshake: the server sends data already.
+                    return;
                 }
                 let mut d = self.pool.take();
                 session.seal(

@@ -13,6 +13,16 @@ pub fn u64() -> u64 {
     u64::from_le_bytes(b)
 }
 
+/// A path challenge: random, and never `wire::NO_PROOF`.
+pub fn challenge() -> u64 {
+    loop {
+        let c = u64();
+        if c != crate::wire::NO_PROOF {
+            return c;
+        }
+    }
+}
+
 pub fn u32() -> u32 {
     let mut b = [0u8; 4];
     fill(&mut b);

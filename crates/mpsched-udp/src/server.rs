@@ -3,6 +3,9 @@
 //! congestion control asked for; a subflow opens when the client's Join on a path has been
 //! answered with a random challenge and the client's Proof came back from the same address
 //! (which proves the address, and measures the handshake's RTT as a SYN/SYN-ACK/ACK would).
+//! Path 0's Join from the Initial's address needs no challenge: only the receiver of the
+//! Response holds the keys that seal it, so it opens the subflow at once (its RTT the
+//! Response's round trip), and data follows the handshake as a TCP server's does.
 //!
 //! Addresses move (NAT rebinding): a path follows a new address only once a challenge sent
 //! there has come back, and only a datagram with the highest packet number yet starts that;
@@ -25,7 +28,7 @@ use crate::source::{Offset, Source};
 use crate::timing::{DecisionCost, Timed};
 use crate::wire::{
     Frame, Header, Kind, Part, SubflowStats, DATA_FIELDS, HEADER_LEN, MAX_DATAGRAM, MAX_STATS,
-    TAG_LEN,
+    NO_PROOF, TAG_LEN,
 };
 use mpsched_core::cc::CcKind;
 use mpsched_core::conn::sender::SubflowConfig;
@@ -146,8 +149,10 @@ struct Conn {
     response: Vec<u8>,
     /// The Initial's mac1: a copy of it is the lost-Response case.
     mac1: [u8; MAC_LEN],
-    /// Where the Initial came from (half-open per source).
+    /// Where the Initial came from (half-open per source), and when the Response last went
+    /// there: a Join from `origin` under the session's keys proves it (path 0 opens at once).
     origin: SocketAddr,
+    response_sent: Time,
     /// An authenticated datagram came under the connection's keys: no longer half-open.
     open: bool,
     created: Time,
@@ -439,13 +444,9 @@ impl Server {
                 path.budget.prove();
                 path.release(&mut self.out);
                 if !path.established {
-                    path.established = true;
-                    conn.sender.establish(now, i, now - v.sent);
-                    if !conn.started {
-                        conn.started = true;
-                        conn.sender.start(now);
-                    }
+                    Self::establish(conn, &mut self.out, i, now, now - v.sent);
                 }
+                let path = conn.paths[i].as_mut().expect("matched");
                 if path.max_datagram < MAX_DATAGRAM && path.probe.is_none() {
                     path::probe(&mut conn.session, path, &mut self.out, i, now, 1);
                 }
@@ -528,7 +529,7 @@ impl Server {
                 budget,
                 pending: Some(Validation {
                     addr: from,
-                    data: crate::random::u64(),
+                    data: crate::random::challenge(),
                     sent: now,
                     tries: 1,
                     budget: Budget::default(),
@@ -540,7 +541,31 @@ impl Server {
                 probe: None,
             }
         };
+        let proven = i == 0 && from == conn.origin;
         match conn.paths[i].as_mut() {
+            None if proven => {
+                // Only whoever received the Response at `origin` holds the keys that sealed
+                // this Join (they follow from the server's ephemeral key): the handshake proved
+                // the address, as a QUIC server's Handshake packet does (RFC 9000 8.1). The
+                // path opens now, with the Response-to-Join round trip as its handshake RTT
+                // (a TCP server's SYN-ACK to ACK), and the JoinAck asks for no Proof.
+                let mut budget = Budget::default();
+                budget.prove();
+                conn.paths[i] = Some(Path {
+                    addr: from,
+                    budget,
+                    pending: None,
+                    established: false,
+                    held: VecDeque::new(),
+                    hold_until: None,
+                    max_datagram: base_datagram(from),
+                    probe: None,
+                });
+                let rtt = now - conn.response_sent;
+                Self::join_ack(conn, out, drops, i, ts_val, NO_PROOF);
+                Self::establish(conn, out, i, now, rtt);
+                return;
+            }
             None => conn.paths[i] = Some(fresh()),
             Some(p) if !p.established && p.addr != from => {
                 // Not yet carrying anything: the newest Join decides where it goes.
@@ -573,12 +598,28 @@ impl Server {
                 return;
             }
         }
-        let p = conn.paths[i].as_mut().expect("set");
-        let challenge = p
-            .pending
-            .as_ref()
-            .filter(|v| v.addr == p.addr)
-            .map_or_else(crate::random::u64, |v| v.data);
+        let p = conn.paths[i].as_ref().expect("set");
+        let challenge = if p.established && p.pending.is_none() {
+            // Its JoinAck went missing after the path opened: no challenge is out.
+            NO_PROOF
+        } else {
+            p.pending
+                .as_ref()
+                .filter(|v| v.addr == p.addr)
+                .map_or_else(crate::random::challenge, |v| v.data)
+        };
+        Self::join_ack(conn, out, drops, i, ts_val, challenge);
+    }
+
+    /// Path `i`'s JoinAck, to its address within its budget.
+    fn join_ack(
+        conn: &mut Conn,
+        out: &mut VecDeque<(SocketAddr, Vec<u8>)>,
+        drops: &mut Drops,
+        i: usize,
+        ts_val: u32,
+        challenge: u64,
+    ) {
         let answer = Frame::JoinAck {
             subflow: i as u8,
             gen: 0,
@@ -588,10 +629,32 @@ impl Server {
         };
         let mut d = Vec::with_capacity(64);
         conn.session.seal(i, &answer, &mut d);
+        let p = conn.paths[i].as_mut().expect("set");
         if p.budget.try_send(d.len()) {
             out.push_back((p.addr, d));
         } else {
             drops.amplification += 1;
+        }
+    }
+
+    /// Path `i`'s address proved itself for the first time: its subflow opens (the first
+    /// one starts the sender), and a path held to smaller datagrams probes for whole ones.
+    fn establish(
+        conn: &mut Conn,
+        out: &mut VecDeque<(SocketAddr, Vec<u8>)>,
+        i: usize,
+        now: Time,
+        rtt: Dur,
+    ) {
+        let path = conn.paths[i].as_mut().expect("set");
+        path.established = true;
+        conn.sender.establish(now, i, rtt);
+        if !conn.started {
+            conn.started = true;
+            conn.sender.start(now);
+        }
+        if path.max_datagram < MAX_DATAGRAM && path.probe.is_none() {
+            path::probe(&mut conn.session, path, out, i, now, 1);
         }
     }
 
@@ -608,10 +671,11 @@ impl Server {
         }
         let mut mac1 = [0u8; MAC_LEN];
         mac1.copy_from_slice(&datagram[INITIAL_LEN - 2 * MAC_LEN..INITIAL_LEN - MAC_LEN]);
-        if let Some(conn) = self.conns.get(&hs_id) {
+        if let Some(conn) = self.conns.get_mut(&hs_id) {
             if !conn.open && conn.mac1 == mac1 {
                 // The Response was lost: the same answer again (smaller than the Initial).
                 self.out.push_back((from, conn.response.clone()));
+                conn.response_sent = now;
             } else {
                 self.drops.replayed += 1;
             }
@@ -682,6 +746,7 @@ impl Server {
                 response: accepted.response,
                 mac1,
                 origin: from,
+                response_sent: now,
                 open: false,
                 created: now,
                 idle: Dur::from_millis(u64::from(accepted.hello.idle_ms.max(1_000))),

@@ -39,6 +39,9 @@ pub const DATA_FIELDS: usize = 20;
 pub const MAX_PAYLOAD: usize = MAX_DATAGRAM - HEADER_LEN - DATA_FIELDS - TAG_LEN;
 /// Packet numbers are 48 bits on the wire.
 pub const PN_LIMIT: u64 = 1 << 48;
+/// A JoinAck's challenge that asks for no Proof: its path's address is proven already
+/// (random challenges are never zero).
+pub const NO_PROOF: u64 = 0;
 pub const MAX_SACK: usize = 3;
 /// Subflows a Stats frame reports, at most.
 pub const MAX_STATS: usize = 8;
@@ -253,8 +256,9 @@ pub enum Frame<'a> {
         ts_val: u32,
     },
     /// The server's answer to a Join: a random challenge, which the client's Proof on the
-    /// path must carry back from the same address, and the whole stream's length, from its
-    /// first byte whatever offset was asked for (`u64::MAX`: endless).
+    /// path must carry back from the same address (`NO_PROOF`: the address is proven, path 0
+    /// from where the handshake came), and the whole stream's length, from its first byte
+    /// whatever offset was asked for (`u64::MAX`: endless).
     JoinAck {
         subflow: u8,
         gen: u8,

@@ -10,7 +10,7 @@ use mpsched_udp::client::{Client, ClientConfig, Failure};
 use mpsched_udp::server::{Server, ServerConfig};
 use mpsched_udp::session::{ClientHandshake, Hello, Psk};
 use mpsched_udp::source::{Pattern, Source};
-use mpsched_udp::wire::{Frame, Header, Kind, MAX_DATAGRAM};
+use mpsched_udp::wire::{Frame, Header, Kind, MAX_DATAGRAM, NO_PROOF};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -388,6 +388,97 @@ fn a_join_replayed_from_elsewhere_never_replaces_a_working_path() {
     );
     assert_eq!(net.sent_to.get(&ATTACKER), None, "a replay draws nothing");
     net.run_to_completion(Dur::from_secs(60));
+}
+
+#[test]
+fn path_0_carries_data_one_round_trip_after_the_response() {
+    // The handshake proved path 0's address: its Join opens the subflow at once (a TCP
+    // server's third ACK), so data reaches the client two round trips after the Initial,
+    // not three (a Proof's round trip on top), and the subflow's first RTT is the
+    // Response-to-Join round trip.
+    let mut net = default_net(2_000_000, 2);
+    net.run_until(Time::ZERO + Dur::from_secs(1), |n| {
+        n.client.delivered_bytes() > 0
+    });
+    let first = net.now.as_secs_f64();
+    // 20 ms of propagation per round trip and the datagrams' serialisation at 40 Mbit/s.
+    assert!(
+        (0.040..0.046).contains(&first),
+        "first data at {first:.4} s"
+    );
+    let sender = net.server.sender(net.hs_id).unwrap();
+    let srtt = sender.subflows()[0].rtt().srtt().unwrap().as_secs_f64();
+    assert!((0.020..0.023).contains(&srtt), "path 0's srtt {srtt}");
+    net.run_to_completion(Dur::from_secs(10));
+    assert_eq!(net.server.drops.failed_proof, 0, "no Proof sent on path 0");
+}
+
+#[test]
+fn path_0_opens_at_once_only_from_the_handshakes_address() {
+    // A holder of the secret opens its own connection from its address and asks for path 0
+    // from the victim's: the handshake proved only its own address, so the victim's is
+    // challenged as any Join's (one JoinAck, no data); from its own address path 0 opens at
+    // once and its JoinAck asks for no Proof.
+    let source: Arc<dyn Source + Sync> = Arc::new(Pattern { len: None });
+    let mut server = Server::new(psk(), ServerConfig::default(), source).unwrap();
+    let now = Time::ZERO;
+    let hello = Hello {
+        unix_ns: mpsched_udp::admit::unix_now_ns(),
+        idle_ms: 30_000,
+        offset: 0,
+        offer: Offer::local(None),
+    };
+    let mut hs = ClientHandshake::start(&psk(), 1234, &hello);
+    server.handle(now, ATTACKER, hs.initial());
+    let (_, response) = server.poll_transmit().unwrap();
+    let (mut session, _) = hs.finish(&response).unwrap();
+    let join = |session: &mut mpsched_udp::session::Session| {
+        let mut d = vec![];
+        session.seal(
+            0,
+            &Frame::Join {
+                subflow: 0,
+                gen: 0,
+                ts_val: 0,
+            },
+            &mut d,
+        );
+        d
+    };
+    let challenge_of = |session: &mut mpsched_udp::session::Session, mut d: Vec<u8>| {
+        let (h, _) = Header::decode(&d).unwrap();
+        match session.open(&h, &mut d).unwrap().frame {
+            Frame::JoinAck { challenge, .. } => challenge,
+            f => panic!("{f:?}"),
+        }
+    };
+    let d = join(&mut session);
+    server.handle(now, VICTIM, &d);
+    let mut to_victim = vec![];
+    while let Some((to, d)) = server.poll_transmit() {
+        assert_eq!(to, VICTIM);
+        to_victim.push(d);
+    }
+    assert_eq!(to_victim.len(), 1, "one JoinAck, no data");
+    assert!(to_victim[0].len() <= 3 * d.len());
+    assert_ne!(challenge_of(&mut session, to_victim.remove(0)), NO_PROOF);
+    assert_eq!(server.paths(1234), vec![(0, VICTIM, false)], "not proven");
+
+    // The same from the handshake's address, on a fresh connection.
+    let mut hs = ClientHandshake::start(&psk(), 1235, &Hello { ..hello });
+    let now = now + Dur::from_millis(30);
+    server.handle(now, ATTACKER, hs.initial());
+    let (_, response) = server.poll_transmit().unwrap();
+    let (mut session, _) = hs.finish(&response).unwrap();
+    server.handle(now + Dur::from_millis(20), ATTACKER, &join(&mut session));
+    let (to, ack) = server.poll_transmit().unwrap();
+    assert_eq!(to, ATTACKER);
+    assert_eq!(challenge_of(&mut session, ack), NO_PROOF);
+    assert_eq!(server.paths(1235), vec![(0, ATTACKER, true)]);
+    let rtt = server.sender(1235).unwrap().subflows()[0].rtt().srtt();
+    assert_eq!(rtt, Some(Dur::from_millis(20)));
+    let data = std::iter::from_fn(|| server.poll_transmit()).count();
+    assert_eq!(data, 10, "the initial window at once");
 }
 
 #[test]
