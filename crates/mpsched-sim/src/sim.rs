@@ -413,6 +413,7 @@ impl Simulation {
         let mut out = Vec::new();
         if !conn.hs.started(0) {
             out.push(conn.hs.connect(now, 0));
+            conn.client.subflow_opened(0);
         }
         conn.hs.on_timeout(now, &mut out);
         for p in out {
@@ -446,6 +447,7 @@ impl Simulation {
                 for sf in 1..self.conns[k].paths.len() {
                     if !self.absent[self.conns[k].paths[sf]] && !self.conns[k].hs.started(sf) {
                         let syn = self.conns[k].hs.connect(now, sf);
+                        self.conns[k].client.subflow_opened(sf);
                         self.send_hs(k, syn);
                     }
                 }
@@ -729,6 +731,7 @@ impl Simulation {
                 // Before the first subflow is up, the join waits for it.
                 if conn.hs.open() {
                     let syn = conn.hs.connect(now, sf);
+                    conn.client.subflow_opened(sf);
                     self.send_hs(k, syn);
                 }
             } else {

@@ -436,6 +436,12 @@ impl Client {
                         reader: Reader::OnItsOwn,
                         trace: self.cfg.trace,
                     }));
+                    // Every path's Join went out with the handshake's answer: each subflow
+                    // is in the connection's list (its ratio counts before its data).
+                    let rx = self.receiver.as_mut().expect("set");
+                    for i in 0..self.paths.len() {
+                        rx.subflow_opened(i);
+                    }
                     // Room for the window the receiver advertises at most, and the segments
                     // one receive batch may add before the application reads.
                     let mss = wire::mss(true);

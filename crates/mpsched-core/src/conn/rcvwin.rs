@@ -55,6 +55,8 @@ pub const TRUESIZE: u32 = 2304;
 pub const RCVBUF_INITIAL: u64 = 131_072;
 /// `TCP_INIT_CWND`: the first `rcvq_space.space` is at most 10 segments.
 const INIT_SPACE_SEGMENTS: u64 = 10;
+/// `TCP_MSS_DEFAULT`: a socket's `rcv_mss` before its first segment.
+const TCP_MSS_DEFAULT: u32 = 536;
 /// `tcp_grow_window` grows only on segments of at least 128 bytes.
 const GROW_MIN_LEN: u32 = 128;
 
@@ -111,6 +113,15 @@ pub struct RcvWindow {
     /// Upstream MPTCP: each subflow's own buffer.
     sf_buf: Vec<SubflowBuf>,
     rtt: Vec<RcvRtt>,
+    /// Each subflow socket's `scaling_ratio` (`DEFAULT_RATIO` until `tcp_measure_rcv_mss`
+    /// sees a segment of at least `rcv_mss`) and its `icsk_ack.rcv_mss`.
+    sf_ratio: Vec<u32>,
+    rcv_mss: Vec<u32>,
+    /// Upstream MPTCP: the subflows in the connection's list (the client opened them; a
+    /// subflow whose handshake is under way is there too), and the connection's own
+    /// `scaling_ratio`, the least of theirs as of the last measurement.
+    listed: Vec<bool>,
+    conn_ratio: u32,
     // `rcvq_space`: bytes read in the current measurement, the previous measurement's bytes,
     // when it started and the RTT it was gated on.
     copied: u64,
@@ -133,6 +144,10 @@ impl RcvWindow {
             // it starts at tcp_rmem[1] as any TCP socket.
             sf_buf: vec![SubflowBuf { rcvbuf, space: 0 }; cfg.subflows],
             rtt: vec![RcvRtt::default(); cfg.subflows],
+            sf_ratio: vec![DEFAULT_RATIO; cfg.subflows],
+            rcv_mss: vec![TCP_MSS_DEFAULT; cfg.subflows],
+            listed: vec![false; cfg.subflows],
+            conn_ratio: DEFAULT_RATIO,
             copied: 0,
             space: 0,
             measure_start: Time::ZERO,
@@ -174,6 +189,38 @@ impl RcvWindow {
             self.ssthresh[sf] = self.first_ssthresh(rcvbuf);
         }
         self.rtt[sf] = RcvRtt::default();
+        self.sf_ratio[sf] = DEFAULT_RATIO;
+        self.rcv_mss[sf] = TCP_MSS_DEFAULT;
+    }
+
+    /// Subflow `sf` is in the connection's list from now on (the client sent its SYN), or
+    /// no longer (`listed` false: closed).
+    pub fn list(&mut self, sf: usize, listed: bool) {
+        if let Some(l) = self.listed.get_mut(sf) {
+            *l = listed;
+        }
+    }
+
+    /// The `scaling_ratio` the connection's buffer and window use: upstream MPTCP's own
+    /// (`msk->scaling_ratio`, `mptcp_win_from_space`), plain TCP's socket's, Linux 4.x's
+    /// fixed `tcp_adv_win_scale`.
+    fn ratio(&self) -> u32 {
+        if self.cfg.out_of_tree {
+            self.cfg.ratio
+        } else if self.cfg.mptcp {
+            self.conn_ratio
+        } else {
+            self.sf_ratio[0]
+        }
+    }
+
+    /// Subflow `sf`'s own `scaling_ratio` (its window clamp and buffer).
+    fn sf_ratio(&self, sf: usize) -> u32 {
+        if self.cfg.out_of_tree {
+            self.cfg.ratio
+        } else {
+            self.sf_ratio[sf]
+        }
     }
 
     fn initial_subflow_rcvbuf(&self) -> u64 {
@@ -193,6 +240,7 @@ impl RcvWindow {
     /// `rcvq_space.space` is at most 10 segments, and from now on it follows the connection's
     /// buffer.
     pub fn establish(&mut self, sf: usize) {
+        self.list(sf, true);
         if let Some(b) = self.sf_buf.get_mut(sf).filter(|b| b.space == 0) {
             b.space = self.ssthresh[sf].min(INIT_SPACE_SEGMENTS * wire::MSS as u64);
         }
@@ -209,7 +257,8 @@ impl RcvWindow {
         }
         let rcvwin = 2 * newval;
         let grow = rcvwin * newval.saturating_sub(old) / old;
-        let rcvbuf = self.buffer_for(rcvwin + 2 * grow + ooo_span);
+        let rcvbuf = space_from_win(self.sf_ratio(sf), rcvwin + 2 * grow + ooo_span)
+            .min(self.cfg.rcvbuf_max);
         let b = &mut self.sf_buf[sf];
         b.rcvbuf = b.rcvbuf.max(rcvbuf);
     }
@@ -235,7 +284,7 @@ impl RcvWindow {
     /// The buffer for a window target of `w` bytes (`tcp_space_from_win`), up to
     /// `tcp_rmem[2]`.
     fn buffer_for(&self, w: u64) -> u64 {
-        space_from_win(self.cfg.ratio, w).min(self.cfg.rcvbuf_max)
+        space_from_win(self.ratio(), w).min(self.cfg.rcvbuf_max)
     }
 
     /// The window the peer may use before the first ACK: the SYN's, whose 16-bit field is not
@@ -251,7 +300,7 @@ impl RcvWindow {
 
     /// `tcp_full_space`: the largest window the buffer allows now.
     pub fn full_space(&self) -> u64 {
-        win(self.cfg.ratio, self.rcvbuf)
+        win(self.ratio(), self.rcvbuf)
     }
 
     /// Whether out-of-order data of the subflows counts against the buffer (plain TCP).
@@ -295,6 +344,14 @@ impl RcvWindow {
                 };
             }
         }
+        // tcp_measure_rcv_mss: a segment of at least rcv_mss (536 at first) and not equal to
+        // it sets the socket's ratio from its payload / truesize.
+        if len >= self.rcv_mss[sf] {
+            if len != self.rcv_mss[sf] {
+                self.sf_ratio[sf] = (self.cfg.ratio * len.min(self.cfg.mss) / self.cfg.mss).max(1);
+            }
+            self.rcv_mss[sf] = len.min(self.cfg.mss);
+        }
         // tcp_grow_window.
         if len < GROW_MIN_LEN {
             return false;
@@ -302,7 +359,7 @@ impl RcvWindow {
         let limit = if self.subflow_buffers() {
             // min(window_clamp, tcp_space(ssk)) of the subflow's own socket.
             self.establish(sf);
-            win(self.cfg.ratio, self.sf_buf[sf].rcvbuf).saturating_sub(sf_held)
+            win(self.sf_ratio(sf), self.sf_buf[sf].rcvbuf).saturating_sub(sf_held)
         } else {
             self.full_space().saturating_sub(held)
         };
@@ -319,7 +376,9 @@ impl RcvWindow {
     /// measurement if the buffer grew: upstream MPTCP's subflows then follow
     /// ([`RcvWindow::follow`]).
     pub fn on_read(&mut self, now: Time, bytes: u64, ooo_span: u64) -> Option<u64> {
-        if !self.cfg.autotune || bytes == 0 {
+        // The measurement runs with autotuning off too (a fixed SO_RCVBUF): only the growth
+        // is skipped (tcp_rcvbuf_grow returns), and upstream MPTCP still takes its ratio.
+        if bytes == 0 {
             return None;
         }
         self.copied += bytes;
@@ -329,19 +388,30 @@ impl RcvWindow {
         }
         let rtt = self.rtt.iter().map(|r| r.rtt).max().unwrap_or(Dur::ZERO);
         self.measure_rtt = rtt;
+        if self.subflow_buffers() {
+            // mptcp_rcv_space_adjust: the least ratio of the subflows in the list, one whose
+            // handshake is under way (no data yet) at TCP_DEFAULT_SCALING_RATIO.
+            let listed = (0..self.listed.len()).filter(|&i| self.listed[i]);
+            if let Some(r) = listed.map(|i| self.sf_ratio[i]).min() {
+                self.conn_ratio = r;
+            }
+        }
         if rtt == Dur::ZERO || elapsed < rtt {
             return None;
         }
         let (c, s) = (self.copied, self.space.max(1));
         let mut grew = None;
-        if c > s {
+        if c > s && !self.cfg.autotune {
+            self.space = c;
+        } else if c > s {
             let w = if self.cfg.out_of_tree {
                 linux4_grow(c, s)
             } else {
                 // tcp_rcvbuf_grow (6.18): twice what was read, plus the growth seen; MPTCP's
                 // also the span of the connection's out-of-order queue.
                 let span = if self.subflow_buffers() { ooo_span } else { 0 };
-                2 * c + 4 * c * (c - s) / s + span
+                let rcvwin = 2 * c;
+                rcvwin + 2 * (rcvwin * (c - s) / s) + span
             };
             let rcvbuf = self.buffer_for(w);
             if rcvbuf > self.rcvbuf {
@@ -449,8 +519,19 @@ mod tests {
         // the largest windows of a 6 MiB and a 512 KiB buffer.
         assert_eq!(linux_ratio(MSS), 158);
         assert_eq!(linux_ratio(wire::MSS), 160);
-        assert_eq!(RcvWindow::new(cfg(6 << 20, false)).full_space(), 3_883_008);
-        assert_eq!(RcvWindow::new(cfg(512 << 10, false)).full_space(), 323_584);
+        // Once every subflow has data (before, the connection's ratio is the default 128).
+        let full = |rcvbuf| {
+            let mut w = RcvWindow::new(cfg(rcvbuf, false));
+            for sf in 0..2 {
+                w.list(sf, true);
+                w.on_segment(ms(1), sf, MSS, Time::ZERO, 0, 0);
+            }
+            assert_eq!(w.full_space(), win(128, rcvbuf));
+            w.on_read(ms(2), 1, 0);
+            w.full_space()
+        };
+        assert_eq!(full(6 << 20), 3_883_008);
+        assert_eq!(full(512 << 10), 323_584);
     }
 
     #[test]
@@ -466,11 +547,11 @@ mod tests {
     #[test]
     fn the_window_opens_by_two_segments_per_segment_up_to_the_buffer() {
         let mut w = RcvWindow::new(cfg(6 << 20, false));
-        let before = w.window(0, 0);
+        let before = w.ssthresh[0];
         w.on_segment(ms(1), 0, MSS, Time::ZERO, 0, 0);
-        assert_eq!(w.window(0, 0), before + 2 * 1448);
+        assert_eq!(w.ssthresh[0], before + 2 * 1448);
         // The other subflow's threshold did not move.
-        assert_eq!(w.window(1, 0), before);
+        assert_eq!(w.ssthresh[1], before);
         for _ in 0..10_000 {
             w.on_segment(ms(1), 0, MSS, Time::ZERO, 0, 0);
         }
@@ -520,6 +601,8 @@ mod tests {
         let mut w = RcvWindow::new(cfg(512 << 10, true));
         w.establish(0);
         assert_eq!(w.sf_buf[0].space, 14_480);
+        // Its first full-sized segment set its ratio (tcp_measure_rcv_mss).
+        w.on_segment(ms(1), 0, MSS, Time::ZERO, 0, 0);
         let mut bufs = vec![];
         for copied in [19_936, 29_904, 56_048] {
             w.follow(0, copied, 0);
@@ -530,6 +613,45 @@ mod tests {
         }
         // Subflow 1 is not established yet: it does not follow.
         assert_eq!(w.subflow_rcvbuf(1), Some(RCVBUF_INITIAL));
+    }
+
+    #[test]
+    fn the_connection_s_ratio_is_its_subflows_least_as_the_kernel_s_was() {
+        // `ss -Mmi` and `ss -tmi` every ~10 ms at the client (Linux 6.18, the STMS lab with a
+        // 6 MiB tcp_rmem[2], LTE at 100 ms): the connection's buffer went 131,072 -> 334,164
+        // -> 594,260 while Wi-Fi followed 131,072 -> 337,757 -> 481,425 (its rcv_space
+        // 14,480 -> 31,328 -> 56,704). Wi-Fi's are tcp_rcvbuf_grow at its own ratio, 158;
+        // the connection's are the same growth at 128: the LTE subflow, in the list since its
+        // MP_JOIN but without data, still has TCP_DEFAULT_SCALING_RATIO, and
+        // mptcp_rcv_space_adjust takes the least. (The connection's space before its first
+        // growth was 17,088: an earlier measurement that read more than 14,480 but did not
+        // grow the buffer.)
+        let mut w = RcvWindow::new(cfg(6 << 20, true));
+        w.list(0, true);
+        w.list(1, true);
+        w.establish(0);
+        w.on_segment(ms(40), 0, MSS, ms(20), 0, 0);
+        assert_eq!(w.on_read(ms(40), 1, 0), None);
+        assert_eq!(w.on_read(ms(61), 17_088, 0), None);
+        assert_eq!((w.ratio(), w.rcvbuf(), w.space), (128, 131_072, 17_088));
+        let mut steps = vec![];
+        for (t, copied) in [(82, 31_328), (103, 56_704)] {
+            let c = w.on_read(ms(t), copied, 0).expect("grew");
+            w.follow(0, c, 0);
+            w.follow(1, c, 0);
+            steps.push((w.rcvbuf(), w.subflow_rcvbuf(0).unwrap()));
+        }
+        assert_eq!(steps, [(334_164, 337_757), (594_260, 481_425)]);
+        // LTE not established yet: it did not follow.
+        assert_eq!(w.subflow_rcvbuf(1), Some(RCVBUF_INITIAL));
+        // Its first segment gives it the measured ratio, and the connection takes it at its
+        // next measurement: the window the buffer allows grows by 158 / 128.
+        let before = w.full_space();
+        w.on_segment(ms(210), 1, MSS, ms(110), 0, 0);
+        assert_eq!(w.full_space(), before);
+        w.on_read(ms(400), 1, 0);
+        assert_eq!(w.ratio(), 158);
+        assert_eq!(w.full_space(), win(158, w.rcvbuf()));
     }
 
     #[test]
@@ -567,6 +689,7 @@ mod tests {
         // tcp_data_queue_ofo -> tcp_rcvbuf_grow(sk, space): 2 x space + the span.
         let mut w = RcvWindow::new(cfg(512 << 10, true));
         w.establish(1);
+        w.on_segment(ms(1), 1, MSS, Time::ZERO, 0, 0);
         w.on_subflow_ooo(1, 80_000);
         let want = ((2 * 14_480 + 80_000) << 8) / 158;
         assert_eq!(w.subflow_rcvbuf(1), Some(want));

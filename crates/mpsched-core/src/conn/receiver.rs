@@ -249,6 +249,7 @@ impl Receiver {
         if i < self.subflows.len() && self.gens[i] != CLOSED {
             self.incarnations[i] = self.incarnations[i].wrapping_add(1);
             self.gens[i] = CLOSED;
+            self.window.list(i, false);
             self.subflow_ooo_bytes -= self.subflows[i].ooo_bytes();
             self.subflows[i] = subflow_rx(i, self.cfg.jiffies, self.cfg.ack_policy);
         }
@@ -341,6 +342,12 @@ impl Receiver {
         } else {
             (self.ooo.len() as u64 + 1) * self.mss
         }
+    }
+
+    /// This end opened subflow `i` (its SYN or MP_JOIN left): its socket is in the
+    /// connection's list, whose least `scaling_ratio` the connection's window uses.
+    pub fn subflow_opened(&mut self, i: usize) {
+        self.window.list(i, true);
     }
 
     /// Subflow `i`'s handshake completed at this end (`tcp_init_transfer`).
@@ -650,10 +657,11 @@ mod tests {
                 reader,
                 ..receiver(Stack::Upstream).cfg
             });
-            let full = r.window.full_space();
             for d in 0..42 {
                 r.handle_data(Time(d * 1_000_000), &data(0, d, d));
             }
+            // The connection's ratio is the subflow's measured one by now.
+            let full = r.window.full_space();
             let last = *acks(&mut r, 0)
                 .last()
                 .expect("an ACK for the second segment");
