@@ -240,9 +240,9 @@ impl RcvWindow {
     /// `rcvq_space.space` is at most 10 segments, and from now on it follows the connection's
     /// buffer.
     pub fn establish(&mut self, sf: usize) {
-        self.list(sf, true);
         if let Some(b) = self.sf_buf.get_mut(sf).filter(|b| b.space == 0) {
             b.space = self.ssthresh[sf].min(INIT_SPACE_SEGMENTS * wire::MSS as u64);
+            self.listed[sf] = true;
         }
     }
 
@@ -344,13 +344,12 @@ impl RcvWindow {
                 };
             }
         }
-        // tcp_measure_rcv_mss: a segment of at least rcv_mss (536 at first) and not equal to
-        // it sets the socket's ratio from its payload / truesize.
-        if len >= self.rcv_mss[sf] {
-            if len != self.rcv_mss[sf] {
-                self.sf_ratio[sf] = (self.cfg.ratio * len.min(self.cfg.mss) / self.cfg.mss).max(1);
-            }
-            self.rcv_mss[sf] = len.min(self.cfg.mss);
+        // tcp_measure_rcv_mss: a segment longer than rcv_mss (536 at first) sets the socket's
+        // ratio from its payload / truesize (one of equal length changes nothing).
+        if len > self.rcv_mss[sf] {
+            let len = len.min(self.cfg.mss);
+            self.sf_ratio[sf] = (self.cfg.ratio * len / self.cfg.mss).max(1);
+            self.rcv_mss[sf] = len;
         }
         // tcp_grow_window.
         if len < GROW_MIN_LEN {
