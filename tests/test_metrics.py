@@ -246,8 +246,10 @@ def test_loss_rate_and_counters(lossy: mpsched.Result, one_path: mpsched.Result)
 
 def test_transmissions_count_connection_level_copies() -> None:
     """A small receive buffer makes the default scheduler retransmit opportunistically (and
-    penalise the slow subflow): each such copy is one more transmission of its segment."""
-    result = mpsched.run(None, trace=True, duration="10s", rcvbuf="256KB")
+    penalise the slow subflow): each such copy is one more transmission of its segment. (How
+    many copies a buffer size draws depends on the run's window dynamics: at 256 KB the model
+    of 2026-11-27 draws none in 10 s, at 128 KB 46.)"""
+    result = mpsched.run(None, trace=True, duration="10s", rcvbuf="128KB")
     summary, seg = result.summary, result.segments
     copies = summary["opportunistic_retransmits"] + summary["reinjections"]
     assert summary["opportunistic_retransmits"] >= 3
