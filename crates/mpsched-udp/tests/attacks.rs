@@ -8,7 +8,7 @@ use mpsched_core::{Dur, Time};
 use mpsched_udp::aead::Offer;
 use mpsched_udp::client::{Client, ClientConfig, Failure};
 use mpsched_udp::server::{Server, ServerConfig};
-use mpsched_udp::session::{ClientHandshake, Hello, Psk};
+use mpsched_udp::session::{ClientHandshake, Hello, Psk, Session};
 use mpsched_udp::source::{Pattern, Source};
 use mpsched_udp::wire::{Frame, Header, Kind, MAX_DATAGRAM, NO_PROOF};
 use std::cmp::Reverse;
@@ -413,26 +413,36 @@ fn path_0_carries_data_one_round_trip_after_the_response() {
     assert_eq!(net.server.drops.failed_proof, 0, "no Proof sent on path 0");
 }
 
-#[test]
-fn path_0_opens_at_once_only_from_the_handshakes_address() {
-    // A holder of the secret opens its own connection from its address and asks for path 0
-    // from the victim's: the handshake proved only its own address, so the victim's is
-    // challenged as any Join's (one JoinAck, no data); from its own address path 0 opens at
-    // once and its JoinAck asks for no Proof.
-    let source: Arc<dyn Source + Sync> = Arc::new(Pattern { len: None });
-    let mut server = Server::new(psk(), ServerConfig::default(), source).unwrap();
-    let now = Time::ZERO;
+/// A server of an endless stream, and a holder of the secret's own connection `id` to it,
+/// opened from `ATTACKER` at `now`: the session the attacker seals its datagrams with.
+fn attacker_connection(server: &mut Server, id: u32, now: Time) -> Session {
     let hello = Hello {
         unix_ns: mpsched_udp::admit::unix_now_ns(),
         idle_ms: 30_000,
         offset: 0,
         offer: Offer::local(None),
     };
-    let mut hs = ClientHandshake::start(&psk(), 1234, &hello);
+    let mut hs = ClientHandshake::start(&psk(), id, &hello);
     server.handle(now, ATTACKER, hs.initial());
     let (_, response) = server.poll_transmit().unwrap();
-    let (mut session, _) = hs.finish(&response).unwrap();
-    let join = |session: &mut mpsched_udp::session::Session| {
+    hs.finish(&response).unwrap().0
+}
+
+fn endless_server() -> Server {
+    let source: Arc<dyn Source + Sync> = Arc::new(Pattern { len: None });
+    Server::new(psk(), ServerConfig::default(), source).unwrap()
+}
+
+#[test]
+fn path_0_opens_at_once_only_from_the_handshakes_address() {
+    // A holder of the secret opens its own connection from its address and asks for path 0
+    // from the victim's: the handshake proved only its own address, so the victim's is
+    // challenged as any Join's (one JoinAck, no data); from its own address path 0 opens at
+    // once and its JoinAck asks for no Proof.
+    let mut server = endless_server();
+    let now = Time::ZERO;
+    let mut session = attacker_connection(&mut server, 1234, now);
+    let join = |session: &mut Session| {
         let mut d = vec![];
         session.seal(
             0,
@@ -445,7 +455,7 @@ fn path_0_opens_at_once_only_from_the_handshakes_address() {
         );
         d
     };
-    let challenge_of = |session: &mut mpsched_udp::session::Session, mut d: Vec<u8>| {
+    let challenge_of = |session: &mut Session, mut d: Vec<u8>| {
         let (h, _) = Header::decode(&d).unwrap();
         match session.open(&h, &mut d).unwrap().frame {
             Frame::JoinAck { challenge, .. } => challenge,
@@ -465,11 +475,8 @@ fn path_0_opens_at_once_only_from_the_handshakes_address() {
     assert_eq!(server.paths(1234), vec![(0, VICTIM, false)], "not proven");
 
     // The same from the handshake's address, on a fresh connection.
-    let mut hs = ClientHandshake::start(&psk(), 1235, &Hello { ..hello });
     let now = now + Dur::from_millis(30);
-    server.handle(now, ATTACKER, hs.initial());
-    let (_, response) = server.poll_transmit().unwrap();
-    let (mut session, _) = hs.finish(&response).unwrap();
+    let mut session = attacker_connection(&mut server, 1235, now);
     server.handle(now + Dur::from_millis(20), ATTACKER, &join(&mut session));
     let (to, ack) = server.poll_transmit().unwrap();
     assert_eq!(to, ATTACKER);
@@ -485,19 +492,9 @@ fn path_0_opens_at_once_only_from_the_handshakes_address() {
 fn guessing_a_challenge_fails_in_100_000_tries() {
     // A holder of the secret opens its own connection and asks for a path from the victim's
     // address; it never sees the challenge, and guesses its answer.
-    let source: Arc<dyn Source + Sync> = Arc::new(Pattern { len: None });
-    let mut server = Server::new(psk(), ServerConfig::default(), source).unwrap();
+    let mut server = endless_server();
     let now = Time::ZERO;
-    let hello = Hello {
-        unix_ns: mpsched_udp::admit::unix_now_ns(),
-        idle_ms: 30_000,
-        offset: 0,
-        offer: Offer::local(None),
-    };
-    let mut hs = ClientHandshake::start(&psk(), 1234, &hello);
-    server.handle(now, ATTACKER, hs.initial());
-    let (_, response) = server.poll_transmit().unwrap();
-    let (mut session, _) = hs.finish(&response).unwrap();
+    let mut session = attacker_connection(&mut server, 1234, now);
     let mut d = vec![];
     session.seal(
         1,
