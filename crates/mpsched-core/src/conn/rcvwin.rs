@@ -114,7 +114,7 @@ pub struct RcvWindow {
     sf_buf: Vec<SubflowBuf>,
     rtt: Vec<RcvRtt>,
     /// Each subflow socket's `scaling_ratio` (`DEFAULT_RATIO` until `tcp_measure_rcv_mss`
-    /// sees a segment of at least `rcv_mss`) and its `icsk_ack.rcv_mss`.
+    /// sees a segment longer than `rcv_mss`) and its `icsk_ack.rcv_mss`.
     sf_ratio: Vec<u32>,
     rcv_mss: Vec<u32>,
     /// Upstream MPTCP: the subflows in the connection's list (the client opened them; a
@@ -257,8 +257,7 @@ impl RcvWindow {
         }
         let rcvwin = 2 * newval;
         let grow = rcvwin * newval.saturating_sub(old) / old;
-        let rcvbuf = space_from_win(self.sf_ratio(sf), rcvwin + 2 * grow + ooo_span)
-            .min(self.cfg.rcvbuf_max);
+        let rcvbuf = self.buffer_for(self.sf_ratio(sf), rcvwin + 2 * grow + ooo_span);
         let b = &mut self.sf_buf[sf];
         b.rcvbuf = b.rcvbuf.max(rcvbuf);
     }
@@ -277,14 +276,16 @@ impl RcvWindow {
     pub fn on_connection_ooo(&mut self, ooo_span: u64) {
         // Called for every segment queued out of order: nothing to do once at tcp_rmem[2].
         if self.subflow_buffers() && self.cfg.autotune && self.rcvbuf < self.cfg.rcvbuf_max {
-            self.rcvbuf = self.rcvbuf.max(self.buffer_for(2 * self.space + ooo_span));
+            self.rcvbuf = self
+                .rcvbuf
+                .max(self.buffer_for(self.ratio(), 2 * self.space + ooo_span));
         }
     }
 
-    /// The buffer for a window target of `w` bytes (`tcp_space_from_win`), up to
+    /// The buffer for a window target of `w` bytes at `ratio` (`tcp_space_from_win`), up to
     /// `tcp_rmem[2]`.
-    fn buffer_for(&self, w: u64) -> u64 {
-        space_from_win(self.ratio(), w).min(self.cfg.rcvbuf_max)
+    fn buffer_for(&self, ratio: u32, w: u64) -> u64 {
+        space_from_win(ratio, w).min(self.cfg.rcvbuf_max)
     }
 
     /// The window the peer may use before the first ACK: the SYN's, whose 16-bit field is not
@@ -412,7 +413,7 @@ impl RcvWindow {
                 let rcvwin = 2 * c;
                 rcvwin + 2 * (rcvwin * (c - s) / s) + span
             };
-            let rcvbuf = self.buffer_for(w);
+            let rcvbuf = self.buffer_for(self.ratio(), w);
             if rcvbuf > self.rcvbuf {
                 self.rcvbuf = rcvbuf;
                 grew = Some(c);
