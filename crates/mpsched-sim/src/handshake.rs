@@ -86,8 +86,8 @@ struct SubflowHs {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Event {
     /// The client received the SYN-ACK: it may receive data and, on the first subflow, open
-    /// the others.
-    ClientEstablished { subflow: usize },
+    /// the others; its RTT measured by the exchange (the SYN-ACK echoes the SYN's timestamp).
+    ClientEstablished { subflow: usize, rtt: Dur },
     /// The server received the third ACK: it may send on the subflow, its RTT measured by the
     /// exchange (the ACK echoes the SYN-ACK's timestamp).
     ServerEstablished { subflow: usize, rtt: Dur },
@@ -189,7 +189,8 @@ impl Handshakes {
                 side.established = true;
                 self.open = true;
                 let ack = self.packet(sf, Stage::Ack, now, p.ts_val);
-                let event = first.then_some(Event::ClientEstablished { subflow: sf });
+                let rtt = now - p.ts_ecr;
+                let event = first.then_some(Event::ClientEstablished { subflow: sf, rtt });
                 (Some(ack), event)
             }
             Stage::Ack if !server.established => {
@@ -260,7 +261,10 @@ mod tests {
         let synack = synack.unwrap();
         assert_eq!((synack.stage, synack.ts_ecr), (Stage::SynAck, ms(0)));
         let (ack, e) = h.on_packet(ms(20), &synack);
-        assert_eq!(e, Some(Event::ClientEstablished { subflow: 1 }));
+        assert!(matches!(
+            e,
+            Some(Event::ClientEstablished { subflow: 1, .. })
+        ));
         let ack = ack.unwrap();
         let (join_ack, e) = h.on_packet(ms(30), &ack);
         // The server's RTT: from its SYN-ACK (10 ms) to the ACK echoing it (30 ms).

@@ -436,14 +436,14 @@ impl Simulation {
         if let Some(a) = answer {
             self.send_hs(k, a);
         }
-        if let Some(HsEvent::ClientEstablished { subflow }) = event {
+        if let Some(HsEvent::ClientEstablished { subflow, rtt }) = event {
             // Its socket's receive buffer starts measuring (tcp_init_transfer).
-            self.conns[k].client.subflow_established(subflow);
+            self.conns[k].client.subflow_established(subflow, rtt);
         }
         match event {
             // The first subflow is up: the client opens the others (MP_JOIN), on the paths
             // whose address it has.
-            Some(HsEvent::ClientEstablished { subflow: 0 }) if self.conns[k].mptcp => {
+            Some(HsEvent::ClientEstablished { subflow: 0, .. }) if self.conns[k].mptcp => {
                 for sf in 1..self.conns[k].paths.len() {
                     if !self.absent[self.conns[k].paths[sf]] && !self.conns[k].hs.started(sf) {
                         let syn = self.conns[k].hs.connect(now, sf);

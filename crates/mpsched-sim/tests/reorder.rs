@@ -73,12 +73,12 @@ fn run_seed(reorder: bool, recovery: RecoveryName, seed: u64) -> Run {
     r
 }
 
-/// Measured (20 s, seeds 1-4): adaptive 32.1, 39.2, 36.8 and 35.7 Mbit/s with 3-12
-/// retransmissions of 55,000-68,000 packets, 3-6 recoveries all undone; static window about
-/// 4 Mbit/s with over 600 retransmissions in nearly 300 recoveries (undone, yet each costs a
-/// CUBIC epoch); no reordering 45 Mbit/s and nothing retransmitted. One run's goodput depends
-/// on where the reordering hits slow start (30.9-41.8 Mbit/s over six seeds), so the goodput is
-/// judged over four.
+/// Measured (20 s, seeds 1-4): adaptive 34.5, 27.4, 38.8 and 36.2 Mbit/s with 4-10
+/// retransmissions of 48,000-68,000 packets, 3-5 recoveries, nearly all undone; static window
+/// about 3 Mbit/s with 300-380 retransmissions in about 200 recoveries (undone, yet each costs
+/// a CUBIC epoch; over 600 in nearly 300 before the receiver compressed its SACKs as Linux
+/// does, 2026-11-28); no reordering 45 Mbit/s and nothing retransmitted. One run's goodput
+/// depends on where the reordering hits slow start, so the goodput is judged over four.
 #[test]
 fn the_adaptive_reordering_window_keeps_spurious_retransmissions_rare() {
     let mut goodput = 0.0;

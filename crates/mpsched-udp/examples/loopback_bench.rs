@@ -34,6 +34,7 @@ fn main() {
     let ack_policy = args.next().map_or(AckPolicy::LINUX, |s| AckPolicy {
         every: s.parse().unwrap(),
         max_delay: mpsched_udp::app::ACK_FREQUENCY_DELAY,
+        ..AckPolicy::LINUX
     });
     let psk = Psk::from_secret(b"sDFdGpLJ/8K76fLvuQnBOiV0kYXEta3Ztp1MYxdme00=").unwrap();
     let source: Arc<dyn Source + Sync> = Arc::new(Pattern { len: Some(size) });

@@ -431,6 +431,7 @@ pub fn run_get(
             ack_policy: opts.ack_every.map_or(AckPolicy::LINUX, |every| AckPolicy {
                 every: every.max(1),
                 max_delay: ACK_FREQUENCY_DELAY,
+                ..AckPolicy::LINUX
             }),
             idle_timeout: opts.idle_timeout,
             offset,

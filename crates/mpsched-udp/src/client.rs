@@ -450,8 +450,9 @@ impl Client {
                 }
                 // This path's subflow is established at this end: its receive buffer starts
                 // to follow the connection's (the simulator's at the SYN-ACK).
+                // It has no RTT of its own for SACK compression: the receiver's estimate alone.
                 if let Some(rx) = self.receiver.as_mut() {
-                    rx.subflow_established(path);
+                    rx.subflow_established(path, Dur::ZERO);
                 }
                 // The Join goes again until data comes on the path (so a lost Proof is sent
                 // again too).

@@ -226,6 +226,7 @@ fn with_an_ack_frequency_and_either_aead_a_lossy_transfer_loses_no_byte_and_acks
     let policy = AckPolicy {
         every: 16,
         max_delay: Dur::from_millis(10),
+        ..AckPolicy::LINUX
     };
     let mut acks = vec![];
     for (suite, ack_policy, loss) in [

@@ -299,6 +299,11 @@ impl RcvWindow {
         self.rcvbuf
     }
 
+    /// Subflow `sf`'s receiver RTT estimate (`rcv_rtt_est`; zero before its first sample).
+    pub fn rcv_rtt(&self, sf: usize) -> Dur {
+        self.rtt.get(sf).map_or(Dur::ZERO, |r| r.rtt)
+    }
+
     /// `tcp_full_space`: the largest window the buffer allows now.
     pub fn full_space(&self) -> u64 {
         win(self.ratio(), self.rcvbuf)

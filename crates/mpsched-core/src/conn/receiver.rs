@@ -184,18 +184,22 @@ pub struct Receiver {
     pub trace: Option<DeliveryTrace>,
 }
 
-fn subflow_rx(i: usize, jiffies: Jiffies, policy: AckPolicy) -> SubflowRx {
+fn subflow_rx(i: usize, cfg: &ReceiverConfig) -> SubflowRx {
     let mut rx = SubflowRx::new(i as u8);
-    rx.set_jiffies(jiffies);
-    rx.set_ack_policy(policy);
+    rx.set_jiffies(cfg.jiffies);
+    // SACK compression came with Linux 4.18: the out-of-tree kernel the papers ran (v0.92,
+    // Linux 4.1) ACKs every arrival out of order.
+    rx.set_ack_policy(AckPolicy {
+        comp_sack: cfg.ack_policy.comp_sack && cfg.stack != Stack::OutOfTree,
+        ..cfg.ack_policy
+    });
+    rx.set_mptcp(cfg.mptcp);
     rx
 }
 
 impl Receiver {
     pub fn new(cfg: ReceiverConfig) -> Receiver {
-        let subflows = (0..cfg.subflows)
-            .map(|i| subflow_rx(i, cfg.jiffies, cfg.ack_policy))
-            .collect();
+        let subflows = (0..cfg.subflows).map(|i| subflow_rx(i, &cfg)).collect();
         let cfg_subflows = cfg.subflows;
         let mss = wire::mss(cfg.mptcp);
         let window = RcvWindow::new(RcvWindowConfig {
@@ -251,7 +255,7 @@ impl Receiver {
             self.gens[i] = CLOSED;
             self.window.list(i, false);
             self.subflow_ooo_bytes -= self.subflows[i].ooo_bytes();
-            self.subflows[i] = subflow_rx(i, self.cfg.jiffies, self.cfg.ack_policy);
+            self.subflows[i] = subflow_rx(i, &self.cfg);
         }
     }
 
@@ -260,7 +264,7 @@ impl Receiver {
         if i < self.subflows.len() && self.gens[i] == CLOSED {
             self.gens[i] = u16::from(self.incarnations[i]);
             self.subflow_ooo_bytes -= self.subflows[i].ooo_bytes();
-            self.subflows[i] = subflow_rx(i, self.cfg.jiffies, self.cfg.ack_policy);
+            self.subflows[i] = subflow_rx(i, &self.cfg);
             self.window.reset_subflow(i);
         }
     }
@@ -350,9 +354,13 @@ impl Receiver {
         self.window.list(i, true);
     }
 
-    /// Subflow `i`'s handshake completed at this end (`tcp_init_transfer`).
-    pub fn subflow_established(&mut self, i: usize) {
+    /// Subflow `i`'s handshake completed at this end (`tcp_init_transfer`), its RTT
+    /// measured by it (zero: unknown).
+    pub fn subflow_established(&mut self, i: usize, srtt: Dur) {
         self.window.establish(i);
+        if let Some(sf) = self.subflows.get_mut(i) {
+            sf.set_srtt(srtt);
+        }
     }
 
     /// The receive buffer subflow `i`'s window is capped by: upstream MPTCP, the subflow
@@ -405,7 +413,8 @@ impl Receiver {
             return;
         }
         let sf_held = self.subflows[i].ooo_bytes();
-        let need = self.subflows[i].on_segment(now, &seg);
+        let rcv_rtt = self.window.rcv_rtt(i);
+        let need = self.subflows[i].on_segment(now, &seg, rcv_rtt);
         let sf_now = self.subflows[i].ooo_bytes();
         self.subflow_ooo_bytes = self.subflow_ooo_bytes - sf_held + sf_now;
         if sf_now > sf_held {
@@ -432,6 +441,11 @@ impl Receiver {
         self.stats.note_reorder(now, self.ooo_bytes);
         let ack = match need {
             AckNeed::Now => true,
+            AckNeed::Compressed => false,
+            AckNeed::Flush => {
+                self.send_ack(now, i);
+                self.subflows[i].after_flush(now, rcv_rtt) == AckNeed::Now
+            }
             AckNeed::Delayed => grew && self.out_of_tree(),
             AckNeed::Second => self.acks_second_segment(now, i, grew),
         };
@@ -548,9 +562,11 @@ impl Receiver {
         self.old_wspace = advertised;
         let sf = &mut self.subflows[i];
         let mut sack = [SackBlock { start: 0, end: 0 }; MAX_SACK_BLOCKS];
-        // The most recent blocks first, as many as the option space leaves room for.
+        // The most recent blocks first, as many as the option space leaves room for after a
+        // D-SACK block (`tcp_options_write` writes `duplicate_sack` first).
+        let room = wire::sack_blocks_fit(self.cfg.mptcp) - usize::from(sf.dsack());
         let all = sf.sack_blocks();
-        let blocks = &all[..all.len().min(wire::sack_blocks_fit(self.cfg.mptcp))];
+        let blocks = &all[..all.len().min(room).min(MAX_SACK_BLOCKS)];
         sack[..blocks.len()].copy_from_slice(blocks);
         let ack = Ack {
             ack: sf.rcv_nxt(),
@@ -577,7 +593,7 @@ impl Receiver {
     }
 
     pub fn poll_timeout(&self) -> Option<Time> {
-        self.subflows.iter().filter_map(|s| s.delack_at()).min()
+        self.subflows.iter().filter_map(SubflowRx::timer_at).min()
     }
 
     pub fn poll_transmit(&mut self) -> Option<Packet> {

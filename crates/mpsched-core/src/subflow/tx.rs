@@ -633,11 +633,20 @@ impl SubflowTx {
         let (mut reord_acked, mut reord_sacked) = (false, false);
         let mut high_sacked = self.high_sacked;
         let recover = self.recover;
+        // `tcp_skb_spurious_retrans`: the ACK echoes a timestamp (ms) from before a segment's
+        // retransmission, so its original was delivered: RACK does not take the
+        // retransmission's time (it would deem lost all sent before it that waits in a queue).
+        let ms = |t: Time| t.0 / 1_000_000;
+        let echoed =
+            (self.retrans_stamp.is_some() && ack.ts_ecr > Time::ZERO).then_some(ack.ts_ecr);
         let (sb, rack) = (&mut self.sb, &mut self.rack);
         let (una_advanced, retrans_acked) = sb.ack_cumulative(ack.ack, |seq, s| {
             reord_acked |= !s.ever_retrans && seq < prior_fack;
             d.orig_sacked |= !s.ever_retrans && seq < recover;
-            rack.advance(now, s, seq, min_rtt);
+            let spurious = s.ever_retrans && echoed.is_some_and(|e| ms(e) < ms(s.sent_at));
+            if !spurious {
+                rack.advance(now, s, seq, min_rtt);
+            }
             d.delivered += 1;
             if !s.ever_retrans && d.acked_rtt.is_none() {
                 // Linux takes the oldest newly ACKed, never retransmitted segment
