@@ -7,7 +7,8 @@ the same scenario, and the table compares what the acceptance names.
     python docs/experiments/kernel_flows.py rate-app --out runs/kernel-rate-app
 
 ``rfc6356-rtt`` runs the first with the TCP flow's round trip 0-1.1 ms longer,
-``rfc6356-jitter`` with 1 ms of jitter on every access link.
+``rfc6356-jitter`` with 1 ms of jitter on every access link (``rfc6356-jitter-more``: at ten
+more start phases).
 ``rfc6356-tcp`` (a TCP connection in the MPTCP one's place), ``rfc6356-two-tcp`` (two, on
 the subflows' paths) and ``short-flows-dense`` (the
 flows arriving ten times as often) are controls. ``windows KERNEL_DIR MODEL_DIR`` compares the
@@ -82,6 +83,17 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
             **{f"path.{p}.{k}": "1ms" for p in ("a", "b", "tcp") for k in ("jitter", "jitter_up")},
         },
         "reps": [{"flow.0.start": p} for p in PHASES],
+        "metrics": RFC6356_METRICS,
+    },
+    # The same at ten more start phases (100 ms + 37 ms x k): a five-phase mean of either side
+    # is a draw within about 8% of its own ensemble.
+    "rfc6356-jitter-more": {
+        "scenario": "python/mpsched/experiments/rfc6356-base.toml",
+        "set": {
+            **RFC6356_SET,
+            **{f"path.{p}.{k}": "1ms" for p in ("a", "b", "tcp") for k in ("jitter", "jitter_up")},
+        },
+        "reps": [{"flow.0.start": f"{100 + 37 * k}ms"} for k in range(1, 11)],
         "metrics": RFC6356_METRICS,
     },
     # The control: the same with a TCP connection (on path a) in place of the MPTCP one.
