@@ -23,6 +23,11 @@ impl Time {
     pub fn as_secs_f64(self) -> f64 {
         self.0 as f64 * 1e-9
     }
+    /// The tick of Linux's TCP timestamp clock (1 ms) this instant falls in: timestamp echoes
+    /// compare at that resolution.
+    pub fn ts_ms(self) -> u64 {
+        self.0 / 1_000_000
+    }
     /// The span since `earlier`, or zero if `earlier` is later.
     pub fn saturating_since(self, earlier: Time) -> Dur {
         Dur(self.0.saturating_sub(earlier.0))

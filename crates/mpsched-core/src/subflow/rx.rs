@@ -695,7 +695,7 @@ mod tests {
         let due = Time(4) + Dur::from_micros(500) + COMP_SACK_SLACK;
         assert_eq!(rx.timer_at(), Some(due));
         assert_eq!(rx.on_segment(Time(5), &seg(5), rtt), AckNeed::Compressed);
-        // A new block with two in the list... here the first new one only makes two.
+        // A second block: no held ACK goes first (only one was listed before it).
         assert_eq!(rx.on_segment(Time(6), &seg(8), rtt), AckNeed::Compressed);
         assert_eq!(rx.sack_blocks().len(), 2);
         // The third block: the held ACK goes first, with the blocks of before it.

@@ -636,14 +636,13 @@ impl SubflowTx {
         // `tcp_skb_spurious_retrans`: the ACK echoes a timestamp (ms) from before a segment's
         // retransmission, so its original was delivered: RACK does not take the
         // retransmission's time (it would deem lost all sent before it that waits in a queue).
-        let ms = |t: Time| t.0 / 1_000_000;
         let echoed =
             (self.retrans_stamp.is_some() && ack.ts_ecr > Time::ZERO).then_some(ack.ts_ecr);
         let (sb, rack) = (&mut self.sb, &mut self.rack);
         let (una_advanced, retrans_acked) = sb.ack_cumulative(ack.ack, |seq, s| {
             reord_acked |= !s.ever_retrans && seq < prior_fack;
             d.orig_sacked |= !s.ever_retrans && seq < recover;
-            let spurious = s.ever_retrans && echoed.is_some_and(|e| ms(e) < ms(s.sent_at));
+            let spurious = s.ever_retrans && echoed.is_some_and(|e| e.ts_ms() < s.sent_at.ts_ms());
             if !spurious {
                 rack.advance(now, s, seq, min_rtt);
             }
@@ -723,9 +722,8 @@ impl SubflowTx {
     /// With no retransmission recorded, Linux 6.16+ says yes: nothing was retransmitted, so
     /// what arrived was an original (a SACK connection past its handshake).
     fn packet_delayed(&self) -> bool {
-        let ms = |t: Time| t.0 / 1_000_000;
         match self.retrans_stamp {
-            Some(rs) => self.rcv_tsecr > Time::ZERO && ms(self.rcv_tsecr) < ms(rs),
+            Some(rs) => self.rcv_tsecr > Time::ZERO && self.rcv_tsecr.ts_ms() < rs.ts_ms(),
             None => true,
         }
     }
