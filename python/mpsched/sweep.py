@@ -113,7 +113,13 @@ def _local(tasks: list[Task], jobs: int, benefit: bool) -> Iterator[dict[str, An
         for t in tasks:
             yield simulate(t, benefit)
         return
-    ctx = multiprocessing.get_context("fork")
+    # Not "fork": forking a process that runs threads (a notebook's, Ray's or gRPC's, a test
+    # runner's) can copy a lock held by one of them into the worker, which then hangs for good
+    # and, if a SIGTERM handler was inherited too, cannot even be terminated (seen on CI: a
+    # sweep after the Ray tests hung in Pool.terminate). The fork server is a fresh interpreter
+    # with the simulator loaded, so each worker still starts in milliseconds.
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["mpsched.api"])
     pool = ctx.Pool(min(jobs, len(tasks)), initializer=_ignore_sigint)
     try:
         yield from pool.imap_unordered(_simulate_star, ((t, benefit) for t in tasks))
