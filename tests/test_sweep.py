@@ -267,6 +267,36 @@ def test_a_sweep_runs_every_point_and_repetition_as_mpsched_run_would(tmp_path: 
     assert list(mine["bytes_delivered"]) == [s["bytes_delivered"] for s in alone["subflows"]]
 
 
+def test_a_worker_process_that_dies_costs_its_run_and_the_sweep_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Workers are fresh interpreters: one that dies with a run (a crash of the native code,
+    # the OOM killer) fails that run only; a new worker takes the next. Here the first four
+    # worker processes die at once, the others work.
+    crashing = tmp_path / "python"
+    crashing.write_text(
+        f"#!{sys.executable}\n"
+        "import os, sys\n"
+        "for n in range(4):\n"
+        "    try:\n"
+        f"        os.close(os.open('{tmp_path}/died-' + str(n), os.O_CREAT | os.O_EXCL))\n"
+        "        os._exit(3)\n"
+        "    except FileExistsError:\n"
+        "        pass\n"
+        "from mpsched.sweep_worker import main\n"
+        "main()\n"
+    )
+    crashing.chmod(0o755)
+    monkeypatch.setattr(sweep_mod.sys, "executable", str(crashing))
+    result = sweep_mod.run_sweep(write_sweep(tmp_path), tmp_path / "out", jobs=2)
+    assert result.done == result.total == 8 and not result.interrupted
+    errors = list(result.results["error"].dropna())
+    assert errors == ["worker process died (exit code 3)"] * 4 and result.failed == 4
+    # The runs the surviving workers did are whole.
+    ok = result.results[result.results["error"].isna()]
+    assert len(ok) == 4 and ok["goodput_mbps"].gt(0).all()
+
+
 def test_one_worker_and_two_give_the_same_tables(tmp_path: Path) -> None:
     a = sweep_mod.run_sweep(write_sweep(tmp_path), tmp_path / "a", jobs=1).results
     b = sweep_mod.run_sweep(write_sweep(tmp_path), tmp_path / "b", jobs=2).results

@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import multiprocessing
 import os
-import signal
+import selectors
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -88,14 +89,7 @@ def simulate(task: Task, benefit: bool) -> dict[str, Any]:
     """Runs one task (in a worker): its journal record."""
     from . import api
 
-    record: dict[str, Any] = {
-        "key": task.key,
-        "group": task.group,
-        "point": task.point,
-        "rep": task.rep,
-        "factors": task.factors,
-        "config": task.config,
-    }
+    record = _record_of(task)
     try:
         record["summary"] = api.run_native(task.config, benefit=benefit)
     except Exception as exc:  # a failed run is recorded, the sweep goes on
@@ -103,34 +97,86 @@ def simulate(task: Task, benefit: bool) -> dict[str, Any]:
     return record
 
 
-def _ignore_sigint() -> None:
-    # Workers leave Ctrl-C to the parent, which stops them.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 def _local(tasks: list[Task], jobs: int, benefit: bool) -> Iterator[dict[str, Any]]:
     if jobs == 1 or len(tasks) == 1:
         for t in tasks:
             yield simulate(t, benefit)
         return
-    # Not "fork": forking a process that runs threads (a notebook's, Ray's or gRPC's, a test
-    # runner's) can copy a lock held by one of them into the worker, which then hangs for good
-    # and, if a SIGTERM handler was inherited too, cannot even be terminated (seen on CI: a
-    # sweep after the Ray tests hung in Pool.terminate). The fork server is a fresh interpreter
-    # with the simulator loaded, so each worker still starts in milliseconds.
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["mpsched.api"])
-    pool = ctx.Pool(min(jobs, len(tasks)), initializer=_ignore_sigint)
+    workers: dict[int, tuple[subprocess.Popen[str], Task | None]] = {}
+    started: list[subprocess.Popen[str]] = []
+    pending = list(reversed(tasks))
+    sel = selectors.DefaultSelector()
+
+    def start() -> None:
+        # Their own session: a terminal's Ctrl-C reaches only the sweep, which stops them.
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mpsched.sweep_worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        started.append(proc)
+        assert proc.stdout is not None
+        sel.register(proc.stdout, selectors.EVENT_READ, proc.pid)
+        workers[proc.pid] = (proc, None)
+        give(proc.pid)
+
+    def give(pid: int) -> None:
+        proc, _ = workers[pid]
+        task = pending.pop() if pending else None
+        workers[pid] = (proc, task)
+        assert proc.stdin is not None
+        if task is None:
+            proc.stdin.close()  # no more work: it exits
+            return
+        # A worker that died already fails this run when its output ends, below.
+        with contextlib.suppress(BrokenPipeError):
+            proc.stdin.write(json.dumps({**asdict(task), "benefit": benefit}) + "\n")
+            proc.stdin.flush()
+
     try:
-        yield from pool.imap_unordered(_simulate_star, ((t, benefit) for t in tasks))
-        pool.close()
+        for _ in range(min(jobs, len(tasks))):
+            start()
+        while any(task is not None for _, task in workers.values()):
+            for key, _ in sel.select():
+                proc, task = workers[key.data]
+                line = key.fileobj.readline()  # type: ignore[union-attr]
+                if line:
+                    give(key.data)
+                    yield json.loads(line)
+                    continue
+                # The process died in the middle of a run: that run failed, the rest go on.
+                sel.unregister(key.fileobj)
+                del workers[key.data]
+                code = proc.wait()
+                if task is not None:
+                    yield {**_record_of(task), "error": f"worker process died (exit code {code})"}
+                    if pending:
+                        start()
+        for proc, _ in workers.values():
+            proc.wait()
     finally:
-        pool.terminate()
-        pool.join()
+        sel.close()
+        for proc in started:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            for pipe in (proc.stdin, proc.stdout):
+                if pipe is not None:
+                    with contextlib.suppress(OSError):
+                        pipe.close()
 
 
-def _simulate_star(args: tuple[Task, bool]) -> dict[str, Any]:
-    return simulate(*args)
+def _record_of(task: Task) -> dict[str, Any]:
+    return {
+        "key": task.key,
+        "group": task.group,
+        "point": task.point,
+        "rep": task.rep,
+        "factors": task.factors,
+        "config": task.config,
+    }
 
 
 #: Extra submissions of a run whose Ray task failed for want of a worker (its node died, its
@@ -175,15 +221,7 @@ def _ray(tasks: list[Task], benefit: bool, address: str | None) -> Iterator[dict
                 if resubmits < RAY_RESUBMITS:
                     pending[remote.remote(task, benefit)] = (task, resubmits + 1)
                     continue
-                yield {
-                    "key": task.key,
-                    "group": task.group,
-                    "point": task.point,
-                    "rep": task.rep,
-                    "factors": task.factors,
-                    "config": task.config,
-                    "error": f"ray: {type(exc).__name__}: {exc}",
-                }
+                yield {**_record_of(task), "error": f"ray: {type(exc).__name__}: {exc}"}
     finally:
         for ref in pending:
             with contextlib.suppress(Exception):
