@@ -532,6 +532,40 @@ def test_a_subflow_joining_after_the_buffer_stopped_growing_keeps_its_own_small_
 
 
 @needs_mptcp
+def test_the_receiver_rtt_both_sides_report_lies_between_a_path_s_rtt_and_its_full_queue(
+    tmp_path: Path,
+) -> None:
+    # The client samples each subflow's receiving state every 100 ms (raw/client.json
+    # "samples": TCP_INFO's rcv_rtt, rcv_space, ...), the model traces its receiver RTT
+    # estimate (subflows.rcv_rtt_ns). A receiver's RTT runs from its ACK to data echoing it:
+    # never less than the path's RTT, and mostly within that plus the full queue (data a
+    # Data ACK on the other path releases echoes an older ACK: a sample can be longer). A
+    # misread TCP_INFO offset or a subflow mapped to the wrong path falls out.
+    overrides = {"duration": "3s", "connection.scheduler": "linux", "path.lte.rtt": "200ms"}
+    scenario = load(ROOT / "scenarios" / "stms-lab.toml", overrides)
+    emulate(to_native(scenario), raw_dir=tmp_path / "raw")
+    client = json.loads((tmp_path / "raw" / "client.json").read_text())
+    bounds = {client_addr(0): (20.0, 20.0 + 50.0 + 1.0), client_addr(1): (200.0, 700.0 + 1.0)}
+    seen: dict[str, list[float]] = {addr: [] for addr in bounds}
+    for t, rows, (rcvbuf, inq) in client["samples"]:
+        assert 131_072 <= rcvbuf <= 6 << 20 and inq >= 0, (t, rcvbuf, inq)
+        for local, rcv_rtt_us, rcv_space, *_ in rows:
+            addr = local.rsplit(":", 1)[0]
+            if rcv_rtt_us:
+                seen[addr].append(rcv_rtt_us / 1000)
+                assert rcv_space > 0, (t, rows)
+    for addr, (low, high) in bounds.items():
+        assert len(seen[addr]) >= 10, seen
+        assert min(seen[addr]) >= low - 1.0, (addr, seen[addr])
+        assert statistics.median(seen[addr]) <= high, (addr, seen[addr])
+    model = api.run(scenario, trace=True).table("subflows").to_pandas()
+    for sf, (low, high) in enumerate(bounds.values()):
+        rtt = model[(model.subflow == sf) & (model.rcv_rtt_ns > 0)].rcv_rtt_ns / 1e6
+        assert len(rtt) >= 100, rtt.describe()
+        assert rtt.min() >= low and rtt.median() <= high, (sf, rtt.describe())
+
+
+@needs_mptcp
 def test_mptcp_run_has_the_simulator_summary_keys() -> None:
     config = to_native(load(ROOT / "scenarios" / "stms-lab.toml", {"duration": "4s"}))
     config["scheduler"] = "linux"

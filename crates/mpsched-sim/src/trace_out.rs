@@ -96,6 +96,7 @@ struct SubflowSamples {
     queue_drops: Vec<u64>,
     aqm_drops: Vec<u64>,
     rcvbuf_bytes: Vec<u64>,
+    rcv_rtt_ns: Vec<u64>,
 }
 
 #[derive(Default)]
@@ -158,6 +159,7 @@ impl Tracer {
             s.queue_drops.push(stats.queue_drops + stats.aqm_drops);
             s.aqm_drops.push(stats.aqm_drops);
             s.rcvbuf_bytes.push(client.subflow_rcvbuf(i));
+            s.rcv_rtt_ns.push(client.rcv_rtt(i).as_nanos());
         }
         let c = &mut self.conn;
         c.t_ns.push(now.as_nanos());
@@ -228,6 +230,7 @@ impl Tracer {
                     Column::U64(s.queue_drops),
                     Column::U64(s.aqm_drops),
                     Column::U64(s.rcvbuf_bytes),
+                    Column::U64(s.rcv_rtt_ns),
                 ],
             ));
         }

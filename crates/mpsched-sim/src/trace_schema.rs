@@ -63,6 +63,7 @@ pub const SUBFLOWS: Table = Table {
         col("queue_drops", "u64", "packet", "packets that queue has dropped so far, every flow's: at its tail (full) or by its AQM"),
         col("aqm_drops", "u64", "packet", "of those, the AQM's (CoDel, FQ-CoDel: dropped at the head after waiting too long)"),
         col("rcvbuf_bytes", "u64", "byte", "the client's receive buffer this subflow's window is capped by: upstream MPTCP, the subflow socket's own (ssk->sk_rcvbuf); otherwise the connection's"),
+        col("rcv_rtt_ns", "u64", "ns", "the client's receiver RTT estimate on this subflow (Linux rcv_rtt_est, ss's rcv_rtt), which paces the receive buffer's growth; 0 before its first sample"),
     ],
 };
 

@@ -159,7 +159,7 @@ fn upstream_stalls_until_wifi_is_stale_then_lte_carries_everything() {
     let gap = heads[1] - heads[0];
     assert!(
         (500 * MS..=580 * MS).contains(&gap),
-        "head fragments {gap} ns apart"
+        "head fragments {gap} ns apart: {heads:?}"
     );
     let back = wifi_back(&out);
     assert!(back < 10 * S + 5_200 * MS + 100 * MS, "WiFi back at {back}");

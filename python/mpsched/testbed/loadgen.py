@@ -12,7 +12,11 @@ the client the bytes each connection received by the deadline (or its file's com
 time), the main connection's timeline, longest stall and block completion times; both the
 kernel's view of every subflow (``TCP_INFO`` per subflow through ``MPTCP_TCPINFO``, the
 subflows' addresses through ``MPTCP_SUBFLOW_ADDRS``, ``MPTCP_INFO`` for the connection),
-taken as each file finishes or just before the connection is torn down.
+taken as each file finishes or just before the connection is torn down. Both also sample
+the main connection every sample interval: the server its subflows' sending state
+(``SAMPLED``), the client its receiving state (``RCV_SAMPLED`` per subflow, with the
+connection's ``SO_RCVBUF`` and the bytes waiting to be read), which shows how the receive
+buffer grew and on which receiver RTT estimates.
 
 It must import nothing of mpsched: the testbed runs it by its file path, as a script.
 
@@ -270,6 +274,10 @@ SAMPLED = ("snd_cwnd", "snd_ssthresh", "rtt_us", "snd_wnd", "bytes_sent", "total
            "unacked", "ca_state", "notsent_bytes", "pacing_rate", "rto_us")  # fmt: skip
 
 
+# The receiver's view of each subflow, sampled by the client.
+RCV_SAMPLED = ("rcv_rtt_us", "rcv_space", "rcv_ssthresh", "rcv_wnd", "rcv_mss")
+
+SIOCINQ = 0x541B  # bytes received in order and not yet read
 SIOCOUTQ = 0x5411  # bytes written and not yet acknowledged (MPTCP: at the data level)
 
 
@@ -306,6 +314,28 @@ def _sample(sock: socket.socket, protocol: str, t: float) -> list[Any]:
         for remote, info in zip(remotes, infos, strict=False)
     ]
     return [round(t, 4), rows, buffer]
+
+
+def _rcv_sample(sock: socket.socket, protocol: str, t: float) -> list[Any]:
+    """The receiver's view now: [t, [[local, *RCV_SAMPLED] per subflow], [SO_RCVBUF, SIOCINQ]]."""
+    import fcntl
+
+    try:
+        rcvbuf = sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+        inq = struct.unpack("i", fcntl.ioctl(sock.fileno(), SIOCINQ, b"\0" * 4))[0]
+        if protocol == "tcp":
+            infos = [tcp_info(sock)]
+            locals_: list[str | None] = [None]
+        else:
+            infos = subflow_tcp_info(sock)
+            locals_ = [local for local, _ in subflow_addrs(sock)]
+    except OSError:
+        return [round(t, 4), [], [None, None]]
+    rows = [
+        [local, *(info.get(k) for k in RCV_SAMPLED)]
+        for local, info in zip(locals_, infos, strict=False)
+    ]
+    return [round(t, 4), rows, [rcvbuf, inq]]
 
 
 # The server's write size unless told (`workload.write_chunk`'s default); 0 fills the
@@ -678,6 +708,7 @@ def receive(args: argparse.Namespace) -> dict[str, Any]:
     waiting = sorted((r for r in receivers if r.start_ns < deadline), key=lambda r: r.start_ns)
     buf = bytearray(1 << 20)
     timeline: list[tuple[float, int]] = []
+    samples: list[list[Any]] = []
     next_sample = epoch + sample_ns
     _sleep_until(epoch)
     files = [r for r in receivers if r.total is not None]
@@ -687,6 +718,8 @@ def receive(args: argparse.Namespace) -> dict[str, Any]:
             waiting.pop(0).open()
         if now >= next_sample:
             timeline.append((round((now - epoch) / 1e9, 4), main.received))
+            if main.sock is not None and main.connected_ns is not None and main.active:
+                samples.append(_rcv_sample(main.sock, main.protocol, (now - epoch) / 1e9))
             next_sample += sample_ns
         if not bulk and not waiting and all(r.completion_ns is not None for r in files):
             break
@@ -727,6 +760,7 @@ def receive(args: argparse.Namespace) -> dict[str, Any]:
         "bytes_received": main.received,
         "completion_s": report["completion_s"],
         "timeline": timeline,
+        "samples": samples,
         "longest_stall_s": report["longest_stall_s"],
         "longest_stall_at_s": report["longest_stall_at_s"],
         "error": main.error,

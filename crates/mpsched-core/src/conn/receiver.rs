@@ -370,6 +370,11 @@ impl Receiver {
             .subflow_rcvbuf(i)
             .unwrap_or(self.window.rcvbuf())
     }
+    /// Subflow `i`'s receiver RTT estimate (Linux `rcv_rtt_est`), which paces the buffer's
+    /// growth; zero before its first sample.
+    pub fn rcv_rtt(&self, i: usize) -> Dur {
+        self.window.rcv_rtt(i)
+    }
     fn out_of_tree(&self) -> bool {
         self.cfg.stack == Stack::OutOfTree
     }
