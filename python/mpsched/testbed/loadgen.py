@@ -270,8 +270,10 @@ def _acked(sock: socket.socket, protocol: str) -> bool:
     return info.get("unacked") == 0 and info.get("notsent_bytes") == 0
 
 
+# New fields go at the end: readers index the rows (docs/experiments/kernel_flows.py).
 SAMPLED = ("snd_cwnd", "snd_ssthresh", "rtt_us", "snd_wnd", "bytes_sent", "total_retrans",
-           "unacked", "ca_state", "notsent_bytes", "pacing_rate", "rto_us")  # fmt: skip
+           "unacked", "ca_state", "notsent_bytes", "pacing_rate", "rto_us", "sacked",
+           "lost")  # fmt: skip
 
 
 # The receiver's view of each subflow, sampled by the client.
