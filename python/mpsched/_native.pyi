@@ -156,6 +156,8 @@ class SubflowView:
     """Latest delivery-rate sample (Linux `tcp_rate.c`) [bit/s]."""
     packets_out: int
     """Segments sent and not yet cumulatively ACKed (the subflow's queued data) [segments]."""
+    sacked_out: int
+    """Of those, the segments the peer has SACKed (Linux `sacked_out`) [segments]."""
     sndbuf_bytes: int
     """The subflow socket's send buffer (`sk_sndbuf`), autotuned with its window [bytes]."""
     ca_state: Literal["open", "recovery", "loss"]

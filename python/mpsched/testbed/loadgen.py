@@ -298,23 +298,29 @@ def _send_buffer(sock: socket.socket) -> list[int | None]:
     return [sndbuf, outq]
 
 
+def _subflow_rows(
+    sock: socket.socket, protocol: str, fields: tuple[str, ...], end: int
+) -> list[list[Any]]:
+    """Per subflow, its address (``end`` 0: local, 1: remote; ``None`` for plain TCP) and the
+    ``TCP_INFO`` fields named; raises ``OSError`` if the socket cannot be read."""
+    if protocol == "tcp":
+        infos, addrs = [tcp_info(sock)], [None]
+    else:
+        infos = subflow_tcp_info(sock)
+        addrs = [pair[end] for pair in subflow_addrs(sock)]
+    return [
+        [addr, *(info.get(k) for k in fields)] for addr, info in zip(addrs, infos, strict=False)
+    ]
+
+
 def _sample(sock: socket.socket, protocol: str, t: float) -> list[Any]:
     """The sender's view now: [t, [[remote, cwnd, ssthresh, ...] per subflow],
     [SO_SNDBUF, SIOCOUTQ]] (``SAMPLED`` names the per-subflow fields)."""
     buffer = _send_buffer(sock)
     try:
-        if protocol == "tcp":
-            infos = [tcp_info(sock)]
-            remotes: list[str | None] = [None]
-        else:
-            infos = subflow_tcp_info(sock)
-            remotes = [remote for _, remote in subflow_addrs(sock)]
+        rows = _subflow_rows(sock, protocol, SAMPLED, 1)
     except OSError:
-        return [round(t, 4), [], buffer]
-    rows = [
-        [remote, *(info.get(k) for k in SAMPLED)]
-        for remote, info in zip(remotes, infos, strict=False)
-    ]
+        rows = []
     return [round(t, 4), rows, buffer]
 
 
@@ -325,19 +331,9 @@ def _rcv_sample(sock: socket.socket, protocol: str, t: float) -> list[Any]:
     try:
         rcvbuf = sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
         inq = struct.unpack("i", fcntl.ioctl(sock.fileno(), SIOCINQ, b"\0" * 4))[0]
-        if protocol == "tcp":
-            infos = [tcp_info(sock)]
-            locals_: list[str | None] = [None]
-        else:
-            infos = subflow_tcp_info(sock)
-            locals_ = [local for local, _ in subflow_addrs(sock)]
+        return [round(t, 4), _subflow_rows(sock, protocol, RCV_SAMPLED, 0), [rcvbuf, inq]]
     except OSError:
         return [round(t, 4), [], [None, None]]
-    rows = [
-        [local, *(info.get(k) for k in RCV_SAMPLED)]
-        for local, info in zip(locals_, infos, strict=False)
-    ]
-    return [round(t, 4), rows, [rcvbuf, inq]]
 
 
 # The server's write size unless told (`workload.write_chunk`'s default); 0 fills the

@@ -292,6 +292,11 @@ impl Sender {
     pub fn scheduler_name(&self) -> &'static str {
         self.sched.name()
     }
+    /// Segments the scheduler has put in subflow `i`'s send queue that it has not sent yet
+    /// (upstream Linux; zero for schedulers that keep no queue).
+    pub fn queued_segments(&self, i: usize) -> u32 {
+        self.sched.queued(i)
+    }
     fn established(&self, i: usize, now: Time) -> bool {
         now >= self.cfg.subflows[i].established_at
     }

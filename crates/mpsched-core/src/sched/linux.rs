@@ -13,7 +13,8 @@
 //!         if none, or wmem_queued[chosen] >= sndbuf[chosen]: stop   (sk_stream_memory_free)
 //!         burst <- min(65,428 bytes, receive window right edge - next new byte)
 //!         avg_pace[chosen] <- (avg_pace x wmem_queued + pacing_rate x burst) / (burst + wmem)
-//!         append `burst` bytes to chosen's send queue
+//!         append `burst` bytes to chosen's send queue, one data fragment (32 KiB) at a time,
+//!             stopping at a fragment's end once wmem_queued[chosen] >= sndbuf[chosen]
 //! each subflow sends from its own queue as its congestion window allows (tcp_push)
 //! ```
 //!
@@ -28,8 +29,12 @@
 //!
 //! The model's reading:
 //! - `wmem_queued` counts memory as the kernel's does, measured on it: 1,716 bytes per
-//!   segment in flight (1,424 of payload) and 1.05 x the payload waiting in the queue; a
-//!   subflow's buffer is its autotuned `sndbuf` (`SubflowView::sndbuf`). Counting payload
+//!   segment in flight (1,424 of payload), 1,510 per SACKed one (SACKed skbs are merged) and
+//!   1.05 x the payload waiting in the queue; a subflow's buffer is its autotuned `sndbuf`
+//!   (`SubflowView::sndbuf`). Where two subflows' lingers are close (a dead path's full queue
+//!   against a recovering one's), these decide which is chosen: after a Wi-Fi outage, whether
+//!   every written byte is pushed before the connection timer first fires
+//!   (docs/calibration/README.md). Counting payload
 //!   only, the model's Wi-Fi never filled its buffer and the pushes starved LTE less than the
 //!   kernel's do (docs/experiments/outage.md).
 //! - Pushing happens when the connection consults its scheduler, i.e. when some subflow has
@@ -86,12 +91,19 @@ pub struct LinuxSched {
 /// 1,424 of payload, steady from 530 to 600 segments in flight (about two segments per skb
 /// after TSO autosizing, each skb ~580 bytes of metadata).
 const INFLIGHT_TRUESIZE: u64 = 1716;
+/// What a SACKed segment costs: SACKed skbs are merged (`tcp_shift_skb_data`), so less
+/// metadata per segment. Measured on this kernel (scenarios/wifi-outage.toml with
+/// `--kernel-trace`, `wmem_queued` = the scheduler's `ratio` x `pace` / 2^32 beside the
+/// server's `TCP_INFO` samples, the others at `INFLIGHT_TRUESIZE` and `QUEUED_TRUESIZE_PCT`):
+/// LTE in recovery with 241 of 620 SACKed, 1,490 bytes each; Wi-Fi with 111 of 254, 1,560.
+const SACKED_TRUESIZE: u64 = 1510;
 /// And what queued data costs, per 100 bytes of payload (the same runs, Wi-Fi: 1.04-1.06 of
 /// its `notsent`; the queue's skbs are up to 64 KB).
 const QUEUED_TRUESIZE_PCT: u64 = 105;
 
+use crate::conn::msk_rtx::DFRAG_BYTES;
 /// Segments of one data fragment (a 32 KiB page fragment).
-const DFRAG_SEGS: u64 = crate::conn::msk_rtx::DFRAG_BYTES.div_ceil(1424);
+const DFRAG_SEGS: u64 = DFRAG_BYTES.div_ceil(1424);
 
 impl LinuxSched {
     pub fn new() -> LinuxSched {
@@ -105,7 +117,9 @@ impl LinuxSched {
     /// `sk_wmem_queued`: sent and not yet ACKed, plus waiting in the send queue, in the
     /// kernel's memory (skb truesize), not payload.
     fn wmem(&self, v: &SubflowView, mss: u32) -> u64 {
-        v.packets_out as u64 * INFLIGHT_TRUESIZE
+        let sacked = v.sacked_out.min(v.packets_out) as u64;
+        (v.packets_out as u64 - sacked) * INFLIGHT_TRUESIZE
+            + sacked * SACKED_TRUESIZE
             + self.queues[v.id].len() as u64 * mss as u64 * QUEUED_TRUESIZE_PCT / 100
     }
 
@@ -202,10 +216,17 @@ impl LinuxSched {
         }
         let mut pushed = 0;
         let mut dseq = first;
+        let sndbuf = ctx.subflows()[j].sndbuf;
         while pushed < burst && dseq < ctx.written_end() && ctx.in_window(dseq) {
             self.queues[j].push_back(dseq);
             pushed += ctx.seg_len(dseq) as u64;
             dseq += 1;
+            // `__subflow_push_pending`: at the end of each data fragment the burst goes on
+            // only while the subflow's buffer has room.
+            let frag = |d: u64| d * mss as u64 / DFRAG_BYTES;
+            if frag(dseq) != frag(dseq - 1) && self.wmem(&ctx.subflows()[j], mss) >= sndbuf {
+                break;
+            }
         }
         self.next_new = dseq;
         dseq > first
@@ -338,6 +359,57 @@ mod tests {
         // 22,784 bytes queued at 1 s lingers far longer than the fast subflow's 65,504 at
         // 10 ms: the fast one is chosen, its buffer is full, and the slow one gets nothing.
         assert_eq!(out.len(), 16);
+    }
+
+    #[test]
+    fn a_burst_stops_at_a_data_fragment_s_end_once_the_subflow_s_buffer_is_full() {
+        // `__subflow_push_pending` checks the buffer after each data fragment (32 KiB of the
+        // stream), so a subflow's memory never passes its buffer by more than one fragment
+        // (sent, at the in-flight cost); checked only per 64 KB burst it would by up to a
+        // burst. The fast subflow's buffer
+        // (46,080 bytes) fills and drains all the time as its ACKs come.
+        let mut s = sender("linux", Setup::default());
+        s.start(ms(0));
+        drain(&mut s);
+        // One fragment's segments, once sent, at the in-flight cost.
+        let frag = super::DFRAG_BYTES.div_ceil(MSS64) * super::INFLIGHT_TRUESIZE;
+        let (mut worst, mut cum) = (0i64, 0);
+        for t in 1..400 {
+            cum += 2;
+            s.handle_ack(
+                ms(10 + t),
+                &ack(0, cum.min(s.subflows()[0].snd_nxt()), 0, 1000),
+            );
+            drain(&mut s);
+            for (i, sf) in s.subflows().iter().enumerate() {
+                let wmem = u64::from(sf.packets_out()) * super::INFLIGHT_TRUESIZE
+                    + u64::from(s.queued_segments(i)) * MSS64 * super::QUEUED_TRUESIZE_PCT / 100;
+                worst = worst.max(wmem as i64 - sf.sndbuf() as i64);
+            }
+        }
+        assert!(worst > 0, "the buffer never filled: {worst}");
+        assert!(worst <= frag as i64, "{worst} bytes past the buffer");
+    }
+
+    #[test]
+    fn a_sacked_segment_costs_less_memory_so_its_subflow_lingers_less() {
+        // Same RTT and window: 410 out of which 200 SACKed (210 x 1,716 + 200 x 1,510 =
+        // 662,360 bytes) against 400 out, none SACKed (686,400).
+        let mut views = [view(0, 10, 10), view(1, 10, 10)];
+        for v in views.iter_mut() {
+            v.cwnd = 500; // the same pacing rate for both
+        }
+        views[0].packets_out = 410;
+        views[0].sacked_out = 200;
+        views[1].packets_out = 400;
+        let mut l = LinuxSched::new();
+        l.avg_pacing = vec![0; 2];
+        l.queues = vec![VecDeque::new(); 2];
+        assert_eq!(l.wmem(&views[0], 1424), 662_360);
+        assert_eq!(l.pick(&views, 1424), Some(0));
+        // Counted at the in-flight cost, the SACKed segments would make it linger more.
+        views[0].sacked_out = 0;
+        assert_eq!(l.pick(&views, 1424), Some(1));
     }
 
     fn view(id: usize, srtt_ms: u64, packets_out: u32) -> SubflowView {

@@ -87,6 +87,8 @@ subflow_view! {
             "latest delivery-rate sample (Linux `tcp_rate.c`)"],
         packets_out: u32 = [packets_out, "segment",
             "segments sent and not yet cumulatively ACKed (the subflow's queued data)"],
+        sacked_out: u32 = [sacked_out, "segment",
+            "of those, the segments the peer has SACKed (Linux `sacked_out`)"],
         sndbuf: u64 = [sndbuf_bytes, "byte",
             "the subflow socket's send buffer (`sk_sndbuf`), autotuned with its window"],
         ca_state: CaState = [ca_state, "",
@@ -121,6 +123,7 @@ impl SubflowView {
             min_rtt: sf.rtt().min_rtt().unwrap_or(Dur::ZERO),
             delivery_rate: sf.delivery_rate(),
             packets_out: sf.packets_out(),
+            sacked_out: sf.sacked_out(),
             sndbuf: sf.sndbuf(),
             ca_state: sf.ca_state(),
             last_penalized: sf.last_penalized,
@@ -135,6 +138,7 @@ impl SubflowView {
         self.in_flight = sf.in_flight();
         self.cwnd_space = if self.established { sf.cwnd_space() } else { 0 };
         self.packets_out = sf.packets_out();
+        self.sacked_out = sf.sacked_out();
     }
 
     /// The latest delivery-rate sample in bits per second (Linux `tcp_rate.c`).

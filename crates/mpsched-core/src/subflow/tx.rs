@@ -266,6 +266,11 @@ impl SubflowTx {
     pub fn packets_out(&self) -> u32 {
         self.sb.packets_out()
     }
+    /// Segments out that the peer has SACKed (Linux `sacked_out`).
+    #[inline]
+    pub fn sacked_out(&self) -> u32 {
+        self.sb.sacked_out()
+    }
     /// RFC 6675 pipe / Linux `tcp_packets_in_flight`.
     #[inline]
     pub fn in_flight(&self) -> u32 {
