@@ -378,10 +378,10 @@ def test_schedule_changes_the_delay_at_its_time(probe: Path) -> None:
     assert early and late
     # A host can only add delay (as in test_one_way_delays_per_direction); the change itself
     # is 20 ms whatever the host adds.
-    e, l_ = statistics.median(early), statistics.median(late)
-    assert 10.0 <= e < 10.03 + 0.4, early
-    assert 30.0 <= l_ < 30.03 + 0.4, late
-    assert abs(l_ - e - 20.0) < 0.3, (e, l_)
+    before, after = statistics.median(early), statistics.median(late)
+    assert 10.0 <= before < 10.03 + 0.4, early
+    assert 30.0 <= after < 30.03 + 0.4, late
+    assert abs(after - before - 20.0) < 0.3, (before, after)
 
 
 @needs_testbed
