@@ -53,6 +53,7 @@
 //! - `pacing_rate` is the subflow's `tcp_update_pacing_rate` value (the view's
 //!   `pacing_rate_bps`).
 
+use crate::conn::msk_rtx::DFRAG_BYTES;
 use crate::sched::{Decision, Reason, SchedCtx, SchedInfo, Scheduler, SubflowSet, SubflowView};
 use std::collections::VecDeque;
 
@@ -101,7 +102,6 @@ const SACKED_TRUESIZE: u64 = 1510;
 /// its `notsent`; the queue's skbs are up to 64 KB).
 const QUEUED_TRUESIZE_PCT: u64 = 105;
 
-use crate::conn::msk_rtx::DFRAG_BYTES;
 /// Segments of one data fragment (a 32 KiB page fragment).
 const DFRAG_SEGS: u64 = DFRAG_BYTES.div_ceil(1424);
 
@@ -217,13 +217,13 @@ impl LinuxSched {
         let mut pushed = 0;
         let mut dseq = first;
         let sndbuf = ctx.subflows()[j].sndbuf;
+        let frag = |d: u64| d * mss as u64 / DFRAG_BYTES;
         while pushed < burst && dseq < ctx.written_end() && ctx.in_window(dseq) {
             self.queues[j].push_back(dseq);
             pushed += ctx.seg_len(dseq) as u64;
             dseq += 1;
             // `__subflow_push_pending`: at the end of each data fragment the burst goes on
             // only while the subflow's buffer has room.
-            let frag = |d: u64| d * mss as u64 / DFRAG_BYTES;
             if frag(dseq) != frag(dseq - 1) && self.wmem(&ctx.subflows()[j], mss) >= sndbuf {
                 break;
             }
@@ -366,8 +366,7 @@ mod tests {
         // `__subflow_push_pending` checks the buffer after each data fragment (32 KiB of the
         // stream), so a subflow's memory never passes its buffer by more than one fragment
         // (sent, at the in-flight cost); checked only per 64 KB burst it would by up to a
-        // burst. The fast subflow's buffer
-        // (46,080 bytes) fills and drains all the time as its ACKs come.
+        // burst. The fast subflow's buffer (46,080 bytes) fills and drains as its ACKs come.
         let mut s = sender("linux", Setup::default());
         s.start(ms(0));
         drain(&mut s);
