@@ -18,8 +18,8 @@ EPOCH = 54_197_600_000_000
 
 # Lines as the kernel writes them (trace_clock "mono"; fields abridged where long): a
 # congestion-state change, a scheduler decision, a fragment pushed, a server ACK on Wi-Fi, a
-# client-side ACK on LTE, one of another run's sockets, a retransmission and a Data ACK the
-# sender took.
+# client-side ACK on LTE, one of another run's sockets, a retransmission, a Data ACK the
+# sender took, and MPTCP's connection timer armed (beside another timer) and firing.
 LINES = (Path(__file__).parent / "data" / "ktrace.txt").read_bytes()
 
 
@@ -37,8 +37,10 @@ def test_the_lines_become_rows_of_the_run_s_own_sockets(tmp_path: Path) -> None:
         "tcp_probe",
         "tcp_retransmit_skb",
         "ack_update_msk",
+        "mptcp_rtx_timer_start",
+        "mptcp_rtx_timer_fire",
     ]
-    state, get_send, frag, server_ack, client_ack, rtx, data_ack = t
+    state, get_send, frag, server_ack, client_ack, rtx, data_ack, armed, fired = t
     assert state["t_ns"] == 54_146_000 and state["cong_state"] == 0
     assert (state["side"], state["path"], state["client_port"]) == ("server", 0, 43795)
     assert get_send["side"] is None and get_send["path"] is None
@@ -58,6 +60,9 @@ def test_the_lines_become_rows_of_the_run_s_own_sockets(tmp_path: Path) -> None:
     # The sender's Data ACK and the connection's right edge, 64-bit.
     assert data_ack["new_snd_una"] - data_ack["old_snd_una"] == 31328
     assert data_ack["msk_wnd_end"] - data_ack["new_snd_una"] == 64256
+    # MPTCP's connection timer, armed for 50 jiffies, then firing; another timer is left out.
+    assert (armed["t_ns"], armed["timeout"], armed["side"]) == (100_100_000, 50, None)
+    assert fired["t_ns"] == 300_300_000 and fired["timeout"] is None
 
 
 def test_without_a_list_of_sockets_every_testbed_socket_is_kept(tmp_path: Path) -> None:

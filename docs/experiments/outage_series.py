@@ -1,7 +1,7 @@
 """The Wi-Fi outage, the model against Linux (docs/experiments/outage.md): MB delivered in
 order per second around the failure, kernel runs against model runs.
 
-    python docs/experiments/outage_series.py KERNEL_DIR [KERNEL_DIR ...]
+    python docs/experiments/outage_series.py [--offsets MS,MS,...] KERNEL_DIR [KERNEL_DIR ...]
 
 Each KERNEL_DIR is written by
 ``mpsched emulate scenarios/wifi-outage.toml --scheduler linux --out DIR``. For each, the model
@@ -10,7 +10,9 @@ failure moved by 0, 5, ..., 35 ms: where the stream stands when Wi-Fi fails (how
 connection's buffer is in its 256 KiB write cycle, about 37 ms at 7.1 MB/s) varies from kernel
 run to kernel run, and decides whether the application writes during the outage; the offsets
 sample that cycle in the model, whose runs are otherwise deterministic. Seconds count from the
-failure (kernel: 5 s; model: 5 s + offset).
+failure (kernel: its run's, `scenario.json`; model: the same + offset). Kernel runs whose
+failures were themselves moved through the cycle (`at` = 5.000-5.035 s) sample it on the
+kernel's side too: then `--offsets 0` gives one model run per kernel run, at its failure time.
 """
 
 from __future__ import annotations
@@ -32,29 +34,38 @@ OFFSETS_MS = range(0, 40, 5)
 SECONDS = np.arange(-2, 13)
 
 
+def failure_s(run: Path) -> float:
+    """When the kernel run's Wi-Fi failed (its scenario's first schedule entry)."""
+    scenario = json.loads((run / "scenario.json").read_text())
+    return scenario["paths"][0]["schedule"][0]["at_ns"] / 1e9
+
+
 def kernel_series(run: Path) -> np.ndarray:
     timeline = json.loads((run / "raw" / "client.json").read_text())["timeline"]
     t = np.array([0.0] + [a for a, _ in timeline])
     b = np.array([0.0] + [c for _, c in timeline])
-    return np.diff(np.interp(FAILURE_S + SECONDS, t, b)) / 1e6
+    return np.diff(np.interp(failure_s(run) + SECONDS, t, b)) / 1e6
 
 
-def model_series(phase_ns: int, offset_ms: int, tmp: Path) -> tuple[np.ndarray, int, float]:
+def model_series(
+    phase_ns: int, fail_ms: int, duration_ns: int, tmp: Path
+) -> tuple[np.ndarray, int, float]:
     scenario = tomllib.loads(SCENARIO.read_text())
-    scenario["path"][0]["schedule"][0]["at"] = f"{int(FAILURE_S * 1000) + offset_ms}ms"
+    scenario["duration"] = f"{duration_ns}ns"
+    scenario["path"][0]["schedule"][0]["at"] = f"{fail_ms}ms"
     scenario["connection"]["timer_phase"] = f"{phase_ns}ns"
-    out = tmp / f"{phase_ns}-{offset_ms}"
+    out = tmp / f"{phase_ns}-{fail_ms}"
     result = mpsched.run(scenario, scheduler="linux", out=out)
     seg = pq.read_table(out / "segments.parquet", columns=["len_bytes", "t_delivered_ns"])
     frame = seg.to_pandas().sort_values("t_delivered_ns")
     t = np.r_[0.0, frame.t_delivered_ns.to_numpy() / 1e9]
     b = np.r_[0.0, np.cumsum(frame.len_bytes.to_numpy())]
-    at = FAILURE_S + offset_ms / 1000 + SECONDS
+    at = fail_ms / 1000 + SECONDS
     summary = result.summary
     return np.diff(np.interp(at, t, b)) / 1e6, int(summary["reinjections"]), summary["goodput_mbps"]
 
 
-def main(runs: list[Path]) -> None:
+def main(runs: list[Path], offsets: list[int]) -> None:
     kernel, model, dups, resent = [], [], [], []
     goodput: dict[str, list[float]] = {"kernel": [], "model": []}
     with tempfile.TemporaryDirectory() as tmp:
@@ -65,8 +76,12 @@ def main(runs: list[Path]) -> None:
             kernel.append(kernel_series(run))
             client = summary.get("mptcp_counters", {}).get("client", {})
             dups.append(client.get("MPTcpExtDuplicateData", 0))
-            for off in OFFSETS_MS:
-                series, n, mbps = model_series(int(summary["timer_phase_ns"]), off, Path(tmp))
+            fail_ms = round(failure_s(run) * 1000)
+            # The model runs as long as the kernel run did, so that the goodputs compare.
+            duration_ns = json.loads((run / "scenario.json").read_text())["duration_ns"]
+            for off in offsets:
+                phase = int(summary["timer_phase_ns"])
+                series, n, mbps = model_series(phase, fail_ms + off, duration_ns, Path(tmp))
                 model.append(series)
                 resent.append(n)
                 goodput["model"].append(mbps)
@@ -92,10 +107,15 @@ def main(runs: list[Path]) -> None:
     )
     for side, values in goodput.items():
         v = np.array(values)
-        print(f"goodput over 30 s, {side}: {v.mean():.2f} Mbit/s ({v.min():.2f}-{v.max():.2f})")
+        print(f"goodput over each run, {side}: {v.mean():.2f} Mbit/s ({v.min():.2f}-{v.max():.2f})")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2:
+    args = sys.argv[1:]
+    offsets = list(OFFSETS_MS)
+    if args[:1] == ["--offsets"] and len(args) > 1:
+        offsets = [int(x) for x in args[1].split(",")]
+        args = args[2:]
+    if not args:
         sys.exit(__doc__)
-    main([Path(a) for a in sys.argv[1:]])
+    main([Path(a) for a in args], offsets)

@@ -5,11 +5,14 @@ per event: every ACK a TCP socket takes with its window and smoothed RTT (``tcp:
 every retransmission (``tcp:tcp_retransmit_skb``), every change of congestion state
 (``tcp:tcp_cong_state_set``), every decision of MPTCP's packet scheduler with each subflow's
 linger-time ratio (``mptcp:mptcp_subflow_get_send``), every data fragment pushed to a
-subflow (``mptcp:mptcp_sendmsg_frag``) and every Data ACK the sender takes, with the right
-edge that ACK offers and the connection's right edge after it (``mptcp:ack_update_msk``). They
-answer what the model should do, from the kernel: when HyStart left slow start, why a subflow
-was starved, when the connection's timer resent the head of the stream, whether the sender
-had window left at the connection level.
+subflow (``mptcp:mptcp_sendmsg_frag``), every Data ACK the sender takes, with the right
+edge that ACK offers and the connection's right edge after it (``mptcp:ack_update_msk``), and
+every arming and firing of MPTCP's connection-level retransmission timer with the period it
+was armed for (``timer:timer_start`` and ``timer:timer_expire_entry`` of
+``mptcp_retransmit_timer``; rows ``mptcp_rtx_timer_start`` with ``timeout`` in jiffies, and
+``mptcp_rtx_timer_fire``). They answer what the model should do, from the kernel: when
+HyStart left slow start, why a subflow was starved, when and why the connection's timer
+fired, whether the sender had window left at the connection level.
 
 A tracing instance of its own (``/sys/kernel/tracing/instances/mpsemu-RUN``), with the
 monotonic clock the testbed's epoch is taken on, so that times count from the client's
@@ -45,7 +48,14 @@ EVENTS = (
     "mptcp/mptcp_subflow_get_send",
     "mptcp/mptcp_sendmsg_frag",
     "mptcp/ack_update_msk",
+    # Every timer of the machine: only MPTCP's connection-level retransmission timer is kept.
+    "timer/timer_start",
+    "timer/timer_expire_entry",
 )
+
+# The timer events kept, by the function the timer runs, and the names their rows take.
+_TIMER_FUNCTION = "mptcp_retransmit_timer"
+_TIMER_ROWS = {"timer_start": "mptcp_rtx_timer_start", "timer_expire_entry": "mptcp_rtx_timer_fire"}
 
 # Per-CPU ring of 16 MiB: about 80,000 events, half a second of a 1 Gbit/s flow's ACKs, which
 # the draining thread empties many times a second.
@@ -55,7 +65,7 @@ _BUFFER_KB = 16384
 _FIELDS = (
     "snd_nxt", "snd_una", "snd_cwnd", "ssthresh", "snd_wnd", "srtt", "rcv_wnd", "data_len",
     "cong_state", "active", "free", "pace", "backup", "ratio", "data_seq", "subflow_seq",
-    "data_ack", "old_snd_una", "new_snd_una", "new_wnd_end", "msk_wnd_end",
+    "data_ack", "old_snd_una", "new_snd_una", "new_wnd_end", "msk_wnd_end", "timeout",
 )  # fmt: skip
 
 _LINE = re.compile(rb"^\s*(.+?)-(\d+)\s+\[(\d+)\]\s+\S+\s+(\d+)\.(\d+): (\w+): (.*)$")
@@ -185,7 +195,8 @@ class KernelTrace:
 def _fields(text: bytes) -> dict[str, str]:
     out = {}
     for part in text.split():
-        key, sep, value = part.partition(b"=")
+        # timer_start writes its period as "[timeout=108]".
+        key, sep, value = part.strip(b"[]").partition(b"=")
         if sep:
             out[key.decode()] = value.decode()
     return out
@@ -239,6 +250,10 @@ def ktrace_table(
             t_ns = int(m.group(4)) * 1_000_000_000 + int(m.group(5).ljust(9, b"0")[:9])
             event = m.group(6).decode()
             fields = _fields(m.group(7))
+            if event in _TIMER_ROWS:
+                if fields.get("function") != _TIMER_FUNCTION:
+                    continue
+                event = _TIMER_ROWS[event]
             side = port = where = None
             ends = _endpoint(fields)
             if ends is not None:
