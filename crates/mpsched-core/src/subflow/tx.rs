@@ -493,7 +493,18 @@ impl SubflowTx {
         // `tcp_retransmit_skb` (a loss probe, `__tcp_retransmit_skb`, counts in neither).
         self.retrans_stamp.get_or_insert(now);
         self.undo_retrans = self.undo_retrans.max(0) + 1;
-        self.resend(now, seq, cc)
+        let head = seq == self.sb.snd_una();
+        let seg = self.resend(now, seq, cc);
+        if head
+            && self.recovery != LossRecovery::Classic
+            && self.timers.get(Timer::Reorder).is_none()
+        {
+            // `tcp_xmit_retransmit_queue`: the head's retransmission restarts the RTO, unless
+            // RACK's reordering timer holds the one retransmission timer.
+            self.timers
+                .put_due(Timer::Rto, Some(self.rtt.rto_timer(now)));
+        }
+        seg
     }
 
     /// Sends segment `seq` again.
@@ -581,6 +592,18 @@ impl SubflowTx {
             let rto = (self.packets_out() > 0).then(|| self.rtt.rto_timer(now));
             self.timers.put_due(Timer::Rto, rto);
         }
+        // `tcp_clean_rtx_queue`: nothing newly ACKed, but a SACK timed a segment sent before
+        // the head was last (re)transmitted, so the head has waited longer than that RTT:
+        // the retransmission timer restarts (`FLAG_SET_XMIT_TIMER`) unless RACK arms its
+        // reordering timer on this ACK. (Timed from a later send it does not, lest recovery
+        // keep pushing the timeout back.)
+        let sack_rearm = !out.una_advanced
+            && self.recovery != LossRecovery::Classic
+            && d.sacked_rtt.is_some_and(|rtt| {
+                self.sb
+                    .seg(self.sb.snd_una())
+                    .is_some_and(|head| rtt > now.saturating_since(head.sent_at))
+            });
         if self.tlp.in_episode() {
             self.process_tlp_ack(now, ack, &out, cc, all);
         }
@@ -597,6 +620,7 @@ impl SubflowTx {
                 self.try_undo(now, cc);
             }
         }
+        let mut reo_armed = false;
         // Linux `tcp_ack_is_dubious` -> `tcp_identify_packet_loss` (in loss recovery on every
         // ACK, an undo included: it makes RACK judge again what the undo unmarked).
         if d.newly_sacked
@@ -604,7 +628,7 @@ impl SubflowTx {
             || self.ca_state != CaState::Open
             || self.sb.lost_out() > 0
         {
-            self.mark_lost(now);
+            reo_armed = self.mark_lost(now);
         }
         self.update_ca_state(now, out.delivered, out.una_advanced, cc, all);
         if prior_state != CaState::Open
@@ -617,6 +641,9 @@ impl SubflowTx {
         }
         if out.una_advanced {
             // Linux `tcp_set_xmit_timer`: a loss probe if one is due, else the RTO.
+            self.schedule_tlp(now, true);
+        } else if sack_rearm && !reo_armed {
+            self.rearm_rto(now);
             self.schedule_tlp(now, true);
         }
         out
@@ -923,17 +950,39 @@ impl SubflowTx {
 
     /// `tcp_rack_mark_lost` (or, with classic recovery, RFC 6675's IsLost): marks what is
     /// deemed lost, and arms the reordering timer for what will be if nothing comes meanwhile.
-    fn mark_lost(&mut self, now: Time) {
+    /// Returns whether it armed the reordering timer.
+    fn mark_lost(&mut self, now: Time) -> bool {
         if self.recovery == LossRecovery::Classic {
             self.sb.mark_lost_by_dupthresh();
-            return;
+            return false;
         }
         if !self.rack.take_advanced() {
-            return;
+            return false;
         }
         let wait = self.rack_detect_loss(now);
         self.timers
             .put_due(Timer::Reorder, wait.map(|w| self.reo_timer(now, w)));
+        wait.is_some()
+    }
+
+    /// `tcp_rearm_rto`: the one retransmission timer becomes the RTO again, a whole RTO from
+    /// now, or from the head's last transmission over a pending reordering or probe timer
+    /// (`tcp_rto_delta_us`), which it replaces.
+    fn rearm_rto(&mut self, now: Time) {
+        if self.packets_out() == 0 {
+            return;
+        }
+        let pending =
+            self.timers.get(Timer::Reorder).is_some() || self.timers.get(Timer::Tlp).is_some();
+        let wait = match self.sb.seg(self.sb.snd_una()) {
+            Some(head) if pending => (head.sent_at + self.rtt.rto())
+                .saturating_since(now)
+                .max(Dur::from_micros(1)),
+            _ => self.rtt.rto(),
+        };
+        self.timers.stop(Timer::Reorder);
+        self.timers
+            .put_due(Timer::Rto, Some(self.jiffies.arm(now, wait)));
     }
 
     /// `tcp_rack_mark_lost`: the wait in whole ticks plus `TCP_TIMEOUT_MIN` (2 ticks); when

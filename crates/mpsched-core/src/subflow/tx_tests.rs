@@ -599,3 +599,46 @@ fn a_probe_of_a_sacked_tail_is_not_a_retransmission_in_flight() {
     sf.on_ack(ms(400), &ack(4, &[]), &mut cc, &[]);
     assert_eq!((sf.sb.retrans_out(), sf.in_flight()), (0, 0));
 }
+
+#[test]
+fn in_recovery_a_sack_of_a_segment_older_than_the_head_s_retransmission_restarts_the_rto() {
+    // Linux `tcp_clean_rtx_queue`: nothing cumulatively ACKed, but the SACKed segment was
+    // sent before the head last left, so the head has been out longer than that RTT: the
+    // RTO restarts from now (a kernel trace shows it re-armed on every such ACK while LTE
+    // repairs a loss). A SACK of a segment sent after it does not restart it.
+    let ms = |m: u64| Time::ZERO + Dur::from_millis(m);
+    let (mut sf, mut cc) = sent(10);
+    sf.cwnd_validate(true);
+    sf.on_ack(ms(100), &ack(0, &[(1, 4)]), &mut cc, &[]);
+    assert_eq!(sf.ca_state(), CaState::Recovery);
+    sf.transmit_retransmit(ms(100), 0, &mut cc);
+    let before = sf.rto_at().expect("armed");
+    // Segments 4 and 5 left at 0 ms, before the head's retransmission at 100 ms.
+    sf.on_ack(ms(150), &ack(0, &[(1, 6)]), &mut cc, &[]);
+    let rto = sf.rtt.rto();
+    assert_eq!(sf.rto_at(), Some(ms(150) + rto));
+    assert_ne!(
+        sf.rto_at(),
+        Some(before),
+        "re-armed, not left as the retransmission set it"
+    );
+    // Segment 10 leaves after the head's retransmission: its SACK leaves the timer alone.
+    sf.transmit_new(ms(160), 10, 1448, &mut cc);
+    let armed = sf.rto_at();
+    sf.on_ack(ms(270), &ack(0, &[(1, 6), (10, 11)]), &mut cc, &[]);
+    assert_eq!(sf.rto_at(), armed);
+}
+
+#[test]
+fn the_head_s_retransmission_in_recovery_restarts_the_rto() {
+    // Linux `tcp_xmit_retransmit_queue`: retransmitting the head re-arms the RTO a whole RTO
+    // from now (here it would otherwise stay where the first flight left it, at 1 s).
+    let ms = |m: u64| Time::ZERO + Dur::from_millis(m);
+    let (mut sf, mut cc) = sent(10);
+    sf.cwnd_validate(true);
+    assert_eq!(sf.rto_at(), Some(ms(1000)));
+    sf.on_ack(ms(100), &ack(0, &[(1, 4)]), &mut cc, &[]);
+    assert_eq!(sf.next_retransmit(), Some(0));
+    sf.transmit_retransmit(ms(100), 0, &mut cc);
+    assert_eq!(sf.rto_at(), Some(ms(100) + sf.rtt.rto()));
+}
