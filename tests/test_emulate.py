@@ -8,6 +8,7 @@ missing root, TUN or namespace fails them (``kernel_testbed.py``).
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -35,8 +36,9 @@ from mpsched.testbed import (
     missing_capabilities,
     netns_inode,
 )
+from mpsched.testbed.kernel import TestbedError
 
-from .conftest import ROOT, ctrl_c_reaches
+from .conftest import ROOT, ctrl_c_reaches, run_subprocess
 from .kernel_testbed import MISSING as _MISSING
 from .kernel_testbed import needs_testbed
 from .tshark import needs_tshark, packets
@@ -535,6 +537,14 @@ def test_a_subflow_joining_after_the_buffer_stopped_growing_keeps_its_own_small_
     assert last.loc[0, "rcvbuf_bytes"] > 400_000, last
 
 
+def test_a_sampling_period_under_a_millisecond_is_refused() -> None:
+    outcome = run_subprocess("emulate", "--sample-interval", "500us")
+    assert outcome.code != 0
+    assert "--sample-interval: must be at least 1ms, got '500us'" in outcome.err
+    with pytest.raises(TestbedError, match="at least 1 ms"):
+        emulate(to_native(load(ROOT / "scenarios" / "stms-lab.toml")), sample_ns=999_999)
+
+
 @needs_mptcp
 def test_the_receiver_rtt_both_sides_report_lies_between_a_path_s_rtt_and_its_full_queue(
     tmp_path: Path,
@@ -547,8 +557,14 @@ def test_the_receiver_rtt_both_sides_report_lies_between_a_path_s_rtt_and_its_fu
     # misread TCP_INFO offset or a subflow mapped to the wrong path falls out.
     overrides = {"duration": "3s", "connection.scheduler": "linux", "path.lte.rtt": "200ms"}
     scenario = load(ROOT / "scenarios" / "stms-lab.toml", overrides)
-    emulate(to_native(scenario), raw_dir=tmp_path / "raw")
+    # Sampled every 20 ms (`--sample-interval`) rather than every 100 ms.
+    emulate(to_native(scenario), raw_dir=tmp_path / "raw", sample_ns=20_000_000)
     client = json.loads((tmp_path / "raw" / "client.json").read_text())
+    server = json.loads((tmp_path / "raw" / "server.json").read_text())
+    for side in (client, server):
+        times = [t for t, *_ in side["samples"]]
+        assert len(times) >= 100, len(times)
+        assert 0.015 <= statistics.median(b - a for a, b in itertools.pairwise(times)) <= 0.025
     bounds = {client_addr(0): (20.0, 20.0 + 50.0 + 1.0), client_addr(1): (200.0, 700.0 + 1.0)}
     seen: dict[str, list[float]] = {addr: [] for addr in bounds}
     for t, rows, (rcvbuf, inq) in client["samples"]:

@@ -10,7 +10,8 @@ import click
 from ..errors import ScenarioError
 from ..scenario import load, parse_set, to_native
 from ..testbed.kernel import TestbedError
-from ..testbed.run import emulate
+from ..testbed.run import MIN_SAMPLE_NS, emulate
+from ..units import UnitError, parse_duration
 from .options import CAPTURE_NAME, json_option, set_option
 from .render import print_emulation
 
@@ -87,6 +88,15 @@ __all__ = ["emulate_command"]
     "decision, data fragment pushed, and arming (with its period) and firing of MPTCP's "
     "connection-level retransmission timer, timed from the client's connect.",
 )
+@click.option(
+    "--sample-interval",
+    default="100ms",
+    show_default=True,
+    metavar="DURATION",
+    help="Period of the load generators' samples of the main connection (raw/server.json, "
+    "raw/client.json: windows, buffers, receiver RTT) and of the client's timeline; at least "
+    "1ms.",
+)
 def emulate_command(
     file: str | None,
     scheduler: str | None,
@@ -101,6 +111,7 @@ def emulate_command(
     threads: str,
     header_trace: bool,
     kernel_trace: bool,
+    sample_interval: str,
 ) -> None:
     """Run the scenario FILE on the Linux kernel over emulated paths (needs root).
 
@@ -110,6 +121,12 @@ def emulate_command(
     scheduler `linux` is upstream's (the kernel's `default`); the out-of-tree `default` and
     the simulator's other schedulers are refused.
     """
+    try:
+        sample_ns = parse_duration(sample_interval)
+    except UnitError as exc:
+        raise ScenarioError(f"--sample-interval: {exc}") from None
+    if sample_ns < MIN_SAMPLE_NS:
+        raise ScenarioError(f"--sample-interval: must be at least 1ms, got {sample_interval!r}")
     overrides = parse_set(sets)
     if scheduler is not None:
         overrides["connection.scheduler"] = scheduler
@@ -137,6 +154,7 @@ def emulate_command(
             header_trace=header_trace,
             pcap=out / CAPTURE_NAME if header_trace and out is not None else None,
             kernel_trace=kernel_trace,
+            sample_ns=sample_ns,
         )
     except TestbedError as exc:
         raise click.ClickException(str(exc)) from None

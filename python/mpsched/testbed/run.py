@@ -26,7 +26,13 @@ from .netns import SERVER_ADDR, Testbed, client_addr, read_line
 from .spec import connections
 from .summary import summarize
 
-__all__ = ["emulate"]
+__all__ = ["MIN_SAMPLE_NS", "SAMPLE_NS", "emulate"]
+
+#: How often the load generators sample the main connection unless told (`--sample-interval`).
+SAMPLE_NS = 100_000_000
+#: The shortest period: each sample is a few `getsockopt` calls in the load generator's own
+#: loop, which below a millisecond would delay its reads and writes.
+MIN_SAMPLE_NS = 1_000_000
 
 
 def _loadgen(bed: Testbed, role: str, spec: Path) -> subprocess.Popen[str]:
@@ -56,6 +62,7 @@ def emulate(
     header_trace: bool = False,
     pcap: Path | None = None,
     kernel_trace: bool = False,
+    sample_ns: int = SAMPLE_NS,
 ) -> dict[str, Any]:
     """Run a scenario on the kernel over emulated paths and return its summary.
 
@@ -67,8 +74,15 @@ def emulate(
     and the server's data mappings into ``raw_dir/data.parquet`` (:func:`header_tables`).
     ``pcap`` receives the kernels' packets as pcapng (IP and TCP headers of every packet
     entering an emulated link, stamped from the client's connect; interfaces "PATH down" and
-    "PATH up").
+    "PATH up"). ``sample_ns`` is the period of both load generators' samples of the main
+    connection and of the client's timeline (``raw_dir/{client,server}.json``), at least
+    :data:`MIN_SAMPLE_NS`.
     """
+    if sample_ns < MIN_SAMPLE_NS:
+        raise TestbedError(
+            f"the sampling period must be at least {MIN_SAMPLE_NS // 1_000_000} ms, "
+            f"got {sample_ns} ns"
+        )
     if isinstance(scenario, Scenario):
         config = to_native(scenario)
     elif isinstance(scenario, Mapping) and "duration_ns" in scenario:
@@ -116,6 +130,7 @@ def emulate(
                     "addr": SERVER_ADDR,
                     "duration_ns": config["duration_ns"],
                     "connections": connections(config),
+                    "sample_ns": sample_ns,
                     # Blocks timed to the millisecond: the application runs at real-time
                     # priority, below the link threads'.
                     "rt_priority": 5 if config["workload"]["kind"] == "rate" and rt_priority else 0,
