@@ -4,6 +4,7 @@ what the socket samples cannot (HyStart's exit on each path, to the ACK)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -65,6 +66,20 @@ def test_the_lines_become_rows_of_the_run_s_own_sockets(tmp_path: Path) -> None:
     assert fired["t_ns"] == 300_300_000 and fired["timeout"] is None
 
 
+def test_the_server_application_s_sends_become_rows(tmp_path: Path) -> None:
+    path = tmp_path / "ktrace.txt"
+    path.write_bytes(LINES)
+    own = {"10.10.0.2:43795", "10.10.1.2:54767"}
+    t = ktrace_table(path, EPOCH, "10.20.0.1", own, {"10.10.0.2": 0}, app_pid=5315).to_pylist()
+    # Another process's send() is not the application's; a call that failed (EAGAIN) wrote
+    # nothing. The one that wrote: when it was made, and the 130,928 bytes it took of 256 KiB.
+    sends = [r for r in t if r["event"] == "app_send"]
+    assert [(r["t_ns"], r["data_len"], r["side"]) for r in sends] == [(350_000_000, 130_928, None)]
+    # Without the application's process, no send rows.
+    events = ktrace_table(path, EPOCH, "10.20.0.1", own, {}).column("event").to_pylist()
+    assert "app_send" not in events
+
+
 def test_without_a_list_of_sockets_every_testbed_socket_is_kept(tmp_path: Path) -> None:
     path = tmp_path / "ktrace.txt"
     path.write_bytes(LINES)
@@ -113,5 +128,14 @@ def test_the_kernel_s_hystart_exit_on_each_path(tmp_path: Path) -> None:
     wifi = acks.filter(pc.and_(pc.equal(acks["path"], 0), pc.less(acks["ssthresh"], 2**31 - 1)))
     exit_cwnd = wifi["ssthresh"][0].as_py()
     assert 50 <= exit_cwnd <= 90, exit_cwnd
+    # The server application's writes: its first once the request is in (a Wi-Fi round trip
+    # after the connect, and the application's own wake-up), each at most its 256 KiB chunk,
+    # and the bytes written add up to what it reports having sent (to the last call's return).
+    sends = t.filter(pc.equal(t["event"], "app_send"))
+    written = sends["data_len"].to_pylist()
+    assert len(written) >= 5 and all(0 < n <= 262_144 for n in written), written
+    assert 20_000_000 < min(sends["t_ns"].to_pylist()) < 60_000_000
+    sent = json.loads((tmp_path / "server.json").read_text())["app_bytes_sent"]
+    assert abs(sum(written) - sent) <= 262_144, (sum(written), sent)
     # Nothing of the trace is left in the kernel.
     assert not any(p.name.startswith("mpsemu-") for p in (TRACEFS / "instances").iterdir())

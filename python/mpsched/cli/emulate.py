@@ -85,8 +85,9 @@ __all__ = ["emulate_command"]
     is_flag=True,
     help="Record the kernel's TCP and MPTCP tracepoints (needs --out): raw/ktrace.parquet, a "
     "row per ACK (cwnd, ssthresh, srtt), retransmission, congestion-state change, scheduler "
-    "decision, data fragment pushed, and arming (with its period) and firing of MPTCP's "
-    "connection-level retransmission timer, timed from the client's connect.",
+    "decision, data fragment pushed, arming (with its period) and firing of MPTCP's "
+    "connection-level retransmission timer, and send() of the server's application, timed "
+    "from the client's connect.",
 )
 @click.option(
     "--sample-interval",

@@ -10,9 +10,13 @@ edge that ACK offers and the connection's right edge after it (``mptcp:ack_updat
 every arming and firing of MPTCP's connection-level retransmission timer with the period it
 was armed for (``timer:timer_start`` and ``timer:timer_expire_entry`` of
 ``mptcp_retransmit_timer``; rows ``mptcp_rtx_timer_start`` with ``timeout`` in jiffies, and
-``mptcp_rtx_timer_fire``). They answer what the model should do, from the kernel: when
-HyStart left slow start, why a subflow was starved, when and why the connection's timer
-fired, whether the sender had window left at the connection level.
+``mptcp_rtx_timer_fire``), and every ``send()`` of the server's application, with the bytes
+it wrote (``syscalls:sys_enter_sendto``/``sys_exit_sendto`` of the load generator's
+process; rows ``app_send`` at the call, ``data_len`` what it returned; calls that failed, as
+a full non-blocking socket's, are left out). They answer what the model should do, from the
+kernel: when HyStart left slow start, why a subflow was starved, when and why the
+connection's timer fired, whether the sender had window left at the connection level, when
+the application could write.
 
 A tracing instance of its own (``/sys/kernel/tracing/instances/mpsemu-RUN``), with the
 monotonic clock the testbed's epoch is taken on, so that times count from the client's
@@ -51,6 +55,9 @@ EVENTS = (
     # Every timer of the machine: only MPTCP's connection-level retransmission timer is kept.
     "timer/timer_start",
     "timer/timer_expire_entry",
+    # Every process's: only the server application's are kept.
+    "syscalls/sys_enter_sendto",
+    "syscalls/sys_exit_sendto",
 )
 
 # The timer events kept, by the function the timer runs, and the names their rows take.
@@ -69,6 +76,11 @@ _FIELDS = (
 )  # fmt: skip
 
 _LINE = re.compile(rb"^\s*(.+?)-(\d+)\s+\[(\d+)\]\s+\S+\s+(\d+)\.(\d+): (\w+): (.*)$")
+# A system call's tracepoints write "sys_sendto(fd: 5, buff: 0x.., len: 0x8000, ...)" when it
+# is made and "sys_sendto -> 0x7fd8" when it returns.
+_SYSCALL = re.compile(
+    rb"^\s*(.+?)-(\d+)\s+\[(\d+)\]\s+\S+\s+(\d+)\.(\d+): sys_sendto(?:\(.*\)| -> (\S+))$"
+)
 
 
 def trace_unavailable() -> str | None:
@@ -226,6 +238,7 @@ def ktrace_table(
     server_addr: str,
     client_sockets: Iterable[str],
     path_of: dict[str, int],
+    app_pid: int | None = None,
 ) -> Any:
     """The recorded lines as an Arrow table, one row per event, oldest first.
 
@@ -234,7 +247,8 @@ def ktrace_table(
     scenario's path index of a TCP socket, from the client's address), ``client_port``, and
     the events' numeric fields (``snd_nxt`` ... ``data_ack``; null where an event has none).
     TCP rows of sockets not in ``client_sockets`` ("addr:port" of the client's end; empty: keep
-    every testbed socket) are left out.
+    every testbed socket) are left out. ``app_pid`` is the server application's process:
+    its ``send()`` calls become ``app_send`` rows (none without it).
     """
     import pyarrow as pa
 
@@ -242,9 +256,37 @@ def ktrace_table(
     cols: dict[str, list[Any]] = {
         k: [] for k in ("t_ns", "event", "side", "path", "client_port", *_FIELDS)
     }
+    # The server application's send() calls made and not yet returned: when.
+    calling: int | None = None
+
+    def add(t_ns: int, event: str, side: str | None, where: int | None, port: int | None,
+            fields: dict[str, str]) -> None:  # fmt: skip
+        cols["t_ns"].append(t_ns - epoch_ns)
+        cols["event"].append(event)
+        cols["side"].append(side)
+        cols["path"].append(where)
+        cols["client_port"].append(port)
+        for k in _FIELDS:
+            cols[k].append(_int(fields.get(k)))
+
     with open(path, "rb") as f:
         for raw in f:
-            m = _LINE.match(raw.rstrip(b"\n"))
+            line = raw.rstrip(b"\n")
+            call = _SYSCALL.match(line)
+            if call:
+                if app_pid is None or int(call.group(2)) != app_pid:
+                    continue
+                t_ns = int(call.group(4)) * 1_000_000_000 + int(call.group(5).ljust(9, b"0")[:9])
+                if call.group(6) is None:
+                    calling = t_ns
+                    continue
+                written = _int(call.group(6).decode())
+                # An error comes back as a negative number, written as a 64-bit one.
+                if calling is not None and written is not None and written < 1 << 63:
+                    add(calling, "app_send", None, None, None, {"data_len": str(written)})
+                calling = None
+                continue
+            m = _LINE.match(line)
             if not m:
                 continue
             t_ns = int(m.group(4)) * 1_000_000_000 + int(m.group(5).ljust(9, b"0")[:9])
@@ -268,13 +310,7 @@ def ktrace_table(
                     continue
                 addr, _, p = client.rpartition(":")
                 port, where = int(p), path_of.get(addr)
-            cols["t_ns"].append(t_ns - epoch_ns)
-            cols["event"].append(event)
-            cols["side"].append(side)
-            cols["path"].append(where)
-            cols["client_port"].append(port)
-            for k in _FIELDS:
-                cols[k].append(_int(fields.get(k)))
+            add(t_ns, event, side, where, port, fields)
     types = {
         "t_ns": pa.int64(),
         "event": pa.string(),

@@ -168,6 +168,7 @@ def emulate(
                 SERVER_ADDR,
                 _client_sockets(server_out),
                 {client_addr(i): i for i in range(len(config["paths"]))},
+                app_pid=server_out.get("pid"),
             )
     headers = pop_headers(report)
     if report.get("pcap_error"):
