@@ -10,7 +10,7 @@ import click
 from ..errors import ScenarioError
 from ..scenario import load, parse_set, to_native
 from ..testbed.kernel import TestbedError
-from ..testbed.run import MIN_SAMPLE_NS, emulate
+from ..testbed.run import MIN_SAMPLE_NS, SAMPLE_NS, emulate
 from ..units import UnitError, parse_duration
 from .options import CAPTURE_NAME, json_option, set_option
 from .render import print_emulation
@@ -91,7 +91,7 @@ __all__ = ["emulate_command"]
 )
 @click.option(
     "--sample-interval",
-    default="100ms",
+    default=f"{SAMPLE_NS // 1_000_000}ms",
     show_default=True,
     metavar="DURATION",
     help="Period of the load generators' samples of the main connection (raw/server.json, "

@@ -272,7 +272,8 @@ def ktrace_table(
     with open(path, "rb") as f:
         for raw in f:
             line = raw.rstrip(b"\n")
-            call = _SYSCALL.match(line)
+            m = _LINE.match(line)
+            call = None if m else _SYSCALL.match(line)
             if call:
                 if app_pid is None or int(call.group(2)) != app_pid:
                     continue
@@ -286,7 +287,6 @@ def ktrace_table(
                     add(calling, "app_send", None, None, None, {"data_len": str(written)})
                 calling = None
                 continue
-            m = _LINE.match(line)
             if not m:
                 continue
             t_ns = int(m.group(4)) * 1_000_000_000 + int(m.group(5).ljust(9, b"0")[:9])

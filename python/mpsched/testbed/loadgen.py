@@ -500,7 +500,7 @@ def serve(args: argparse.Namespace) -> dict[str, Any]:
     _emit({"listening": True})
     epoch = _read_epoch()
     deadline = epoch + int(spec["duration_ns"])
-    sample_ns = int(spec.get("sample_ns", 100_000_000))
+    sample_ns = int(spec["sample_ns"])
     samples: list[list[Any]] = []
     # The competing flows' connections, sampled at the same instants (flow k's under "k").
     flow_samples: dict[str, list[list[Any]]] = {str(k): [] for k in range(1, len(senders))}
@@ -701,7 +701,7 @@ def receive(args: argparse.Namespace) -> dict[str, Any]:
     _emit({"ready": True})
     epoch = _read_epoch()
     deadline = epoch + int(spec["duration_ns"])
-    sample_ns = int(spec.get("sample_ns", 100_000_000))
+    sample_ns = int(spec["sample_ns"])
     receivers = [Receiver(c, spec["addr"], epoch) for c in spec["connections"]]
     main = receivers[0]
     # Flows drawn to start after the end never start (the simulator's unfinished ones).
