@@ -119,6 +119,10 @@ pub trait CongestionControl {
         false
     }
 
+    /// The hosts run the out-of-tree MPTCP's Linux 3.x-4.x rather than 6.18: where the
+    /// kernels' algorithms differ, the control follows the older one. Called once, first.
+    fn set_linux4(&mut self, _linux4: bool) {}
+
     /// Called when subflow `sf` is created, before anything is sent.
     fn init(&mut self, _sf: usize, _st: &mut CcState, _now: Time) {}
 

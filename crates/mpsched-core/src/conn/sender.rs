@@ -163,6 +163,7 @@ impl Sender {
         now: Time,
     ) -> Sender {
         assert!(!cfg.subflows.is_empty() && cfg.subflows.len() <= 32);
+        cc.set_linux4(cfg.stack == Stack::OutOfTree);
         let subflows = cfg
             .subflows
             .iter()
