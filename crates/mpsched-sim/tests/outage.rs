@@ -144,8 +144,10 @@ fn upstream_stalls_until_wifi_is_stale_then_lte_carries_everything() {
     // The kernel's are 0.51-0.58 s apart (docs/experiments/outage.md). The model's were
     // 0.576 s while its Wi-Fi left slow start at 144 segments; with HyStart as in 6.13+ (69,
     // the kernel's) its LTE queue drains by 5.8 s as the kernel's does (srtt 119 ms, the
-    // kernel's 127), but its RTO is srtt + 200 ms, 0.31 s, where the kernel's still holds
-    // 0.4 s of variance: a known gap (docs/calibration/README.md, "What remains").
+    // kernel's 127), and its period follows its RTO now, srtt + 200 ms = 0.31 s. The kernel's
+    // RTO is the same after the drop (its srtt samples replayed through `tcp_rtt_estimator`:
+    // 327-340 ms), so its longer period must come from an LTE timer armed before srtt fell
+    // (RTO 430 ms then): a known gap (docs/calibration/README.md, "What remains").
     let mut arrivals: Vec<u64> = d
         .delivered_ns
         .iter()
