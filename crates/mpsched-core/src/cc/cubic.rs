@@ -271,9 +271,9 @@ impl SfState {
         self.cnt = self.cnt.max(2);
     }
 
-    /// Linux `hystart_update`, on an RTT sample (us) during slow start.
-    /// `ack_delay`: `hystart_ack_delay`'s cushion (us), which the ACK train may run longer.
-    fn hystart_update(&mut self, st: &CcState, delay: u64, now_us: u64, ack_delay: u64) {
+    /// Linux `hystart_update`, on an RTT sample (us) during slow start. `cushion`: the ACK
+    /// train may run longer by `hystart_ack_delay` (5.7+).
+    fn hystart_update(&mut self, st: &CcState, delay: u64, now_us: u64, cushion: bool) {
         if self.delivered > self.end_seq {
             self.hystart_reset(now_us, st.in_flight);
         }
@@ -289,6 +289,7 @@ impl SfState {
             // train is longer than delay_min / 2, the pipe is full.
             self.last_ack = now_us;
             // Without pacing (`SK_PACING_NONE`) the threshold is halved.
+            let ack_delay = if cushion { hystart_ack_delay(st) } else { 0 };
             let threshold = (self.delay_min + ack_delay) >> 1;
             if now_us.saturating_sub(self.round_start) > threshold {
                 self.found = true;
@@ -451,8 +452,7 @@ impl CongestionControl for Cubic {
             s.delay_min = delay;
         }
         if !s.found && st.in_slow_start() && hystart {
-            let ack_delay = if cushion { hystart_ack_delay(st) } else { 0 };
-            s.hystart_update(st, delay, now_us, ack_delay);
+            s.hystart_update(st, delay, now_us, cushion);
         }
     }
 
