@@ -192,7 +192,7 @@ def verdicts(report: Mapping[str, Any]) -> list[dict[str, Any]]:
             if "kernel" not in sides or "sim" not in sides:
                 continue
             kr, sr = _retx_by_path(sides["kernel"]), _retx_by_path(sides["sim"])
-            for name in kr.keys() & sr.keys():
+            for name in sorted(kr.keys() & sr.keys()):
                 pairs += 1
                 ok = _retx_agree(kr[name], sr[name])
                 far = max(kr[name], sr[name]) / max(1, min(kr[name], sr[name]))
