@@ -555,3 +555,33 @@ def test_the_queues_own_drops_are_sampled_with_their_backlog() -> None:
         assert last["aqm_drops"] == (drops if aqm == "codel" else 0), aqm
         # Cumulative counts never go down.
         assert (rows["queue_drops"].diff().dropna() >= 0).all()
+
+
+def test_each_subflow_s_send_queue_and_buffer_are_sampled() -> None:
+    """The subflows table's `notsent_segments` and `sndbuf_bytes` (the kernel's
+    tcpi_notsent_bytes and sk_sndbuf) against what they must add up to on the STMS lab with
+    upstream's scheduler: the connection's buffer is tcp_wmem[0] plus its subflows'
+    (`__mptcp_sync_sndbuf`; the model holds it in whole segments of payload); each subflow's
+    grows by 2 x 2,304 bytes a segment and never shrinks; and what the scheduler placed on
+    the subflows (in flight or waiting) lies within the connection's window and what the
+    application wrote."""
+    result = mpsched.run(None, trace=True, duration="5s", scheduler="linux")
+    sub, conn = result.subflows, result.connection.set_index("t_ns")
+    per_t = sub.groupby("t_ns")
+    sndbuf = per_t["sndbuf_bytes"].sum()
+    joined = sndbuf.index[sndbuf.index >= 500_000_000]  # LTE's MP_JOIN is done by 0.2 s
+    assert (conn.loc[joined, "sndbuf_bytes"] == (4096 + sndbuf[joined]) // 1424 * 1424).all()
+    for _, s in sub.groupby("subflow"):
+        grown = ints(s, "sndbuf_bytes")
+        assert (np.diff(grown) >= 0).all() and (grown % (2 * 2304) == 0).all()
+    placed = per_t.apply(
+        lambda g: int((g["in_flight_segments"] + g["notsent_segments"]).sum()) * 1424
+    )
+    assert placed.max() > 1_000_000  # the scheduler keeps deep subflow queues upstream
+    # Data-ACKed but still out on a subflow: another subflow's ACK carried the Data ACK while
+    # this one's ACK was delayed.
+    assert (placed <= conn["sndbuf_used_bytes"].reindex(placed.index) + 16 * 1424).all()
+    # The connection's window bounds it (one sample late: the window moves between ACKs).
+    window = conn["rwnd_bytes"].reindex(placed.index)
+    assert (placed <= window.shift(1).fillna(window) + 64 * 1424).all()
+    assert sub["notsent_segments"].max() > 0

@@ -97,6 +97,8 @@ struct SubflowSamples {
     aqm_drops: Vec<u64>,
     rcvbuf_bytes: Vec<u64>,
     rcv_rtt_ns: Vec<u64>,
+    notsent_segments: Vec<u32>,
+    sndbuf_bytes: Vec<u64>,
 }
 
 #[derive(Default)]
@@ -160,6 +162,8 @@ impl Tracer {
             s.aqm_drops.push(stats.aqm_drops);
             s.rcvbuf_bytes.push(client.subflow_rcvbuf(i));
             s.rcv_rtt_ns.push(client.rcv_rtt(i).as_nanos());
+            s.notsent_segments.push(server.queued_segments(i));
+            s.sndbuf_bytes.push(sf.sndbuf());
         }
         let c = &mut self.conn;
         c.t_ns.push(now.as_nanos());
@@ -231,6 +235,8 @@ impl Tracer {
                     Column::U64(s.aqm_drops),
                     Column::U64(s.rcvbuf_bytes),
                     Column::U64(s.rcv_rtt_ns),
+                    Column::U32(s.notsent_segments),
+                    Column::U64(s.sndbuf_bytes),
                 ],
             ));
         }

@@ -64,6 +64,8 @@ pub const SUBFLOWS: Table = Table {
         col("aqm_drops", "u64", "packet", "of those, the AQM's (CoDel, FQ-CoDel: dropped at the head after waiting too long)"),
         col("rcvbuf_bytes", "u64", "byte", "the client's receive buffer this subflow's window is capped by: upstream MPTCP, the subflow socket's own (ssk->sk_rcvbuf); otherwise the connection's"),
         col("rcv_rtt_ns", "u64", "ns", "the client's receiver RTT estimate on this subflow (Linux rcv_rtt_est, ss's rcv_rtt), which paces the receive buffer's growth; 0 before its first sample"),
+        col("notsent_segments", "u32", "segment", "segments the scheduler has placed on this subflow and it has not sent yet (Linux tcpi_notsent_bytes / MSS)"),
+        col("sndbuf_bytes", "u64", "byte", "the server's send buffer of this subflow (sk_sndbuf, bytes of memory: twice its largest window, tcp_sndbuf_expand)"),
     ],
 };
 
