@@ -276,6 +276,13 @@ def print_emulation(summary: Mapping[str, Any], config: Mapping[str, Any]) -> No
         f"{', '.join(kernel.get('congestion_in_use') or ['?'])}, fast recoveries "
         f"{kernel.get('fast_recoveries')}, RTO recoveries {kernel.get('rto_recoveries')}"
     )
+    host = kernel.get("host_drops") or {}
+    if any(n for side in host.values() for n in side or [] if n):
+        console.print(
+            f"[bold]warning[/bold]   the hosts' devices dropped packets before the emulated "
+            f"links (per path: server {host.get('server')}, client {host.get('client')}); "
+            "the run is not the scenario's network"
+        )
     for error in kernel.get("errors") or []:
         console.print(f"[bold]warning[/bold]   {error}")
 

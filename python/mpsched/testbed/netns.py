@@ -35,6 +35,15 @@ __all__ = [
 
 SERVER_ADDR = "10.20.0.1"
 PORT = 5201
+# Packets a TUN device's ring holds between the kernel and the emulator (`txqueuelen`). The
+# default, 500, drops the tail of a burst the emulator has not read yet, without telling TCP:
+# `tun_net_xmit` orphans each packet, so TCP Small Queues never holds the socket back, and
+# CUBIC is not paced, so a window that opens at once leaves at once (a recovery that ends
+# with 700 segments of cwnd free put 645 on one device within 1.4 ms and 121-193 were
+# dropped there, docs/calibration/README.md). A real host keeps such a burst in its qdisc
+# and its socket (TSQ counts a packet until the NIC sends it); the scenario's only queue is
+# its link's. So the ring is made deep enough for any window: a slot is a pointer.
+TUN_TXQUEUELEN = 100_000
 # The source tree (when installed from one), where `cargo` can build the emulator.
 
 
@@ -139,6 +148,20 @@ def _run(argv: Sequence[str], what: str | None = None) -> str:
             f"{what or ' '.join(argv)}: {proc.stderr.strip() or proc.stdout.strip()}"
         )
     return proc.stdout
+
+
+def _tx_dropped(ns: str, dev: str) -> int | None:
+    """The device's ``tx_dropped`` counter (``ip -s``), or None if it cannot be read."""
+    proc = subprocess.run(
+        [tool("ip"), "-n", ns, "-j", "-s", "link", "show", "dev", dev],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    try:
+        return int(json.loads(proc.stdout)[0]["stats64"]["tx"]["dropped"])
+    except (json.JSONDecodeError, IndexError, KeyError, TypeError, ValueError):
+        return None
 
 
 def read_line(stream: IO[str], timeout: float, proc: subprocess.Popen[str], what: str) -> str:
@@ -291,13 +314,13 @@ class Testbed:
         self.ip(self.server_ns, "addr", "add", f"{SERVER_ADDR}/32", "dev", "lo")
         for p in range(n):
             dev = self.server_dev(p)
-            self.ip(self.server_ns, "link", "set", dev, "up")
+            self.ip(self.server_ns, "link", "set", dev, "txqueuelen", str(TUN_TXQUEUELEN), "up")
             self.ip(self.server_ns, "route", "add", f"{client_addr(p)}/32", "dev", dev)
         # The client: one address per path, routed by source onto the path's device.
         for p in range(n):
             dev, addr = self.client_dev(p), client_addr(p)
             self.ip(self.client_ns, "addr", "add", f"{addr}/32", "dev", dev)
-            self.ip(self.client_ns, "link", "set", dev, "up")
+            self.ip(self.client_ns, "link", "set", dev, "txqueuelen", str(TUN_TXQUEUELEN), "up")
             table = str(100 + p)
             self.ip(self.client_ns, "route", "add", f"{SERVER_ADDR}/32", "dev", dev, "src", addr,
                     "table", table)  # fmt: skip
@@ -475,6 +498,18 @@ class Testbed:
         proc.wait(timeout=10)
         self.report = json.loads(line)["report"]
         return self.report
+
+    def device_drops(self) -> dict[str, list[int | None]]:
+        """Packets each path's TUN devices dropped before the emulator read them
+        (``tx_dropped``: the ring between the kernel and the emulator was full), per path: the
+        server's (data) and the client's (ACKs). A scenario's only queues are its links', so
+        anything here is a fault of the testbed, not the network it emulates."""
+        out: dict[str, list[int | None]] = {"server": [], "client": []}
+        for side, ns, dev in (("server", self.server_ns, self.server_dev),
+                              ("client", self.client_ns, self.client_dev)):  # fmt: skip
+            for p in range(len(self.paths)):
+                out[side].append(_tx_dropped(ns, dev(p)))
+        return out
 
     def nstat(self, ns: str) -> dict[str, int]:
         """The namespace's SNMP counters (``nstat``), absolute."""

@@ -158,6 +158,7 @@ def emulate(
         client_out = _result(client, "load generator (client)", timeout)
         server_out = _result(server, "load generator (server)", 15.0)
         counters = {"server": bed.nstat(bed.server_ns), "client": bed.nstat(bed.client_ns)}
+        host_drops = bed.device_drops()
         report = bed.stop_emulator()
         table = None
         if ktrace is not None:
@@ -182,6 +183,9 @@ def emulate(
         kernel_scheduler=sched,
         wall_s=time.perf_counter() - start,
     )
+    # Each path's TUN devices' drops (data at the server, ACKs at the client): none unless the
+    # testbed failed to emulate the scenario (netns.TUN_TXQUEUELEN).
+    summary["kernel"]["host_drops"] = host_drops
     if phase is not None:
         # The kernel's timer wheel at the epoch: `--set connection.timer_phase=...ns` replays it.
         summary["kernel"]["timer_phase_ns"] = phase
