@@ -216,10 +216,13 @@ def one_way(
     count: int,
     payload: int,
     gap_us: int = 0,
+    batch: int = 0,
     wait_s: float = 5.0,
     idle_s: float = 1.0,
 ) -> list[tuple[int, int, int, int]]:
-    """Datagrams from the server to the client (the down link): (seq, sent, received, len)."""
+    """Datagrams from the server to the client (the down link): (seq, sent, received, len).
+    With ``batch``, the source puts them on the device as fast as ``sendmmsg`` does, ``batch``
+    a call; otherwise one ``sendto`` every ``gap_us``."""
     port = 7000
     sink = bed.spawn(
         bed.client_ns,
@@ -227,31 +230,14 @@ def one_way(
          str(idle_s)],
     )  # fmt: skip
     assert _json_line(sink)["ready"]
+    mode, pace = ("burst", batch) if batch else ("source", gap_us)
     source = bed.spawn(
         bed.server_ns,
-        [sys.executable, str(probe), "source", SERVER_ADDR, client_addr(0), str(port), str(count),
-         str(payload), str(gap_us)],
+        [sys.executable, str(probe), mode, SERVER_ADDR, client_addr(0), str(port), str(count),
+         str(payload), str(pace)],
     )  # fmt: skip
     assert _json_line(source)["sent"] == count
     return [tuple(x) for x in _json_line(sink, wait_s + 30)]
-
-
-def burst(bed: Testbed, probe: Path, *, count: int, payload: int, batch: int) -> list[Any]:
-    """``count`` datagrams from the server to the client as fast as ``sendmmsg`` puts them on
-    the device, ``batch`` a call: (seq, sent, received, len) of those that arrived."""
-    port = 7001
-    sink = bed.spawn(
-        bed.client_ns,
-        [sys.executable, str(probe), "sink", client_addr(0), str(port), str(count), "5", "1"],
-    )
-    assert _json_line(sink)["ready"]
-    source = bed.spawn(
-        bed.server_ns,
-        [sys.executable, str(probe), "burst", SERVER_ADDR, client_addr(0), str(port), str(count),
-         str(payload), str(batch)],
-    )  # fmt: skip
-    assert _json_line(source)["sent"] == count
-    return _json_line(sink, 40)
 
 
 def ping(bed: Testbed, probe: Path, count: int = 30, gap_ms: float = 20) -> list[float]:
@@ -420,7 +406,7 @@ def test_a_burst_reaches_the_link_whole(probe: Path) -> None:
     # such bursts without a word to the sender, as it did a TCP burst of 645 segments
     # (netns.TUN_TXQUEUELEN); its drops are the devices' tx_dropped, in every summary.
     with bed_for('rate = "100Mbps"\nrtt = "2ms"\nqueue = "100000pkt"') as bed:
-        got = burst(bed, probe, count=8000, payload=1400, batch=1000)
+        got = one_way(bed, probe, count=8000, payload=1400, batch=1000)
         host = bed.device_drops()
         stats = link_stats(bed)
     assert host == {"server": [0], "client": [0]}, host
