@@ -44,7 +44,6 @@ PORT = 5201
 # and its socket (TSQ counts a packet until the NIC sends it); the scenario's only queue is
 # its link's. So the ring is made deep enough for any window: a slot is a pointer.
 TUN_TXQUEUELEN = 100_000
-# The source tree (when installed from one), where `cargo` can build the emulator.
 
 
 class Interrupted(KeyboardInterrupt):
