@@ -157,8 +157,10 @@ pub struct Receiver {
     /// Payload of a full data segment (`wire::mss`).
     mss: u64,
     window: RcvWindow,
-    /// Per subflow: the window its last ACK advertised (`rcv_wnd`).
+    /// Per subflow: the window its last ACK advertised (`rcv_wnd`), and its `rcv_nxt` then
+    /// (`rcv_wup`, segments): what the peer may still send on it is the difference.
     adv_window: Vec<u64>,
+    adv_wup: Vec<u64>,
     /// The window the last ACK on any subflow advertised (`msk->old_wspace`).
     old_wspace: u64,
     subflows: Vec<SubflowRx>,
@@ -223,6 +225,7 @@ impl Receiver {
             mss: mss as u64,
             right_edge: window.initial_window(),
             adv_window: vec![window.initial_window(); cfg.subflows],
+            adv_wup: vec![0; cfg.subflows],
             old_wspace: window.initial_window(),
             window,
             stats: ReceiverStats {
@@ -266,6 +269,8 @@ impl Receiver {
             self.subflow_ooo_bytes -= self.subflows[i].ooo_bytes();
             self.subflows[i] = subflow_rx(i, &self.cfg);
             self.window.reset_subflow(i);
+            self.adv_window[i] = self.window.initial_window();
+            self.adv_wup[i] = 0;
         }
     }
 
@@ -559,11 +564,28 @@ impl Receiver {
         }
     }
 
+    /// What subflow `i` may still receive of its last offer (`tcp_receive_window`).
+    fn offered_window(&self, i: usize) -> u64 {
+        let received = self.subflows[i].rcv_nxt().saturating_sub(self.adv_wup[i]);
+        self.adv_window[i].saturating_sub(received * self.mss)
+    }
+
     fn send_ack(&mut self, now: Time, i: usize) {
-        let window = self.window.window(i, self.charged_bytes());
+        let mut window = self.window.window(i, self.charged_bytes());
+        if !self.out_of_tree() {
+            // tcp_select_window: a socket never takes back what it offered, counted in its
+            // own sequence space. On an upstream MPTCP subflow that offer was raised to the
+            // connection's right edge (mptcp_set_rwin), so when a filled hole moves the Data
+            // ACK on, the subflow's next ACK carries the edge on by as much, though its own
+            // buffer allows less. Linux's LTE subflow at 512 KiB: rcv_ssthresh 80,106 and
+            // rcv_wnd 200-270 KB; at 256 KiB (runs/kb256-60-s1, client samples) rcv_ssthresh
+            // 80,106 and rcv_wnd 160,384, Wi-Fi's whole offer.
+            window = window.max(self.offered_window(i));
+        }
         self.right_edge = self.right_edge.max(self.data_rcv_nxt * self.mss + window);
         let advertised = self.right_edge - self.data_rcv_nxt * self.mss;
         self.adv_window[i] = advertised;
+        self.adv_wup[i] = self.subflows[i].rcv_nxt();
         self.old_wspace = advertised;
         let sf = &mut self.subflows[i];
         let mut sack = [SackBlock { start: 0, end: 0 }; MAX_SACK_BLOCKS];
@@ -665,6 +687,50 @@ mod tests {
             r.handle_data(ms(d), &data(0, d - 1, d));
         }
         acks(r, 0)
+    }
+
+    /// `tcp_select_window` never takes back a subflow's offer, counted in the subflow's own
+    /// sequence space, and `mptcp_set_rwin` raised that offer to the connection's right edge.
+    /// So when a segment on a subflow whose own `rcv_ssthresh` is small fills a connection-level
+    /// hole, its ACK carries the right edge on by the Data ACK's jump: what it offered before,
+    /// less the one segment it took. (Linux's LTE subflow at a 512 KiB buffer: `rcv_ssthresh`
+    /// 80,106 for the whole run, `rcv_wnd` 200-270 KB.)
+    #[test]
+    fn a_subflow_s_ack_after_a_filled_hole_keeps_its_offer_in_its_own_sequence_space() {
+        let ms = |t: u64| Time(t * 1_000_000);
+        let mss = u64::from(wire::MPTCP_MSS);
+        // 256 KiB, not autotuned: a subflow's rcv_ssthresh starts at half the buffer and grows
+        // two segments per segment it takes.
+        let mut r = Receiver::new(ReceiverConfig {
+            rcvbuf: Bytes(256 << 10),
+            rcvbuf_initial: Bytes(256 << 10),
+            ..receiver(Stack::Upstream).cfg
+        });
+        // Subflow 0 opens the window to the whole buffer.
+        for d in 0..100 {
+            r.handle_data(ms(d), &data(0, d, d));
+        }
+        acks(&mut r, 0);
+        let full = r.window.full_space();
+        assert!(r.rwnd() + mss >= full, "{} of {full}", r.rwnd());
+        // Subflow 1 takes one segment: its own threshold is far below, but it advertises the
+        // connection's right edge.
+        r.handle_data(ms(100), &data(1, 0, 100));
+        let offer = acks(&mut r, 1).last().expect("an ACK").rwnd;
+        assert!(offer + mss >= full, "{offer} of {full}");
+        let own = r.window.window(1, 0);
+        // Subflow 0 brings 30 segments above a hole that subflow 1 fills: the Data ACK jumps
+        // past what the old right edge left room for beside subflow 1's own window.
+        for d in 102..132 {
+            r.handle_data(ms(d), &data(0, d - 2, d));
+        }
+        acks(&mut r, 0);
+        r.handle_data(ms(140), &data(1, 1, 101));
+        let ack = *acks(&mut r, 1).last().expect("an ACK for the filled hole");
+        assert_eq!(ack.data_ack, 132);
+        let before = own.max(offer - 31 * mss);
+        assert!(before + 10 * mss < offer - mss, "{own} {offer}");
+        assert_eq!(ack.rwnd, offer - mss, "not {before}");
     }
 
     /// Linux queues a segment and ACKs it before the reader's `recvmsg`: that ACK advertises
