@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from .conftest import run_subprocess
-from .tshark import needs_tshark, packets, tshark
+from .tshark import FIELDS, needs_tshark, packets, tshark
 
 pytestmark = needs_tshark
 
@@ -120,8 +120,15 @@ def test_each_delivered_copy_arrives_when_the_trace_says(
     capture = out / "capture.pcapng"
     names = tshark(capture, "-T", "fields", "-E", "separator=,", "-e", "frame.interface_name")
     assert set(names.splitlines()) == set(interfaces)
-    frame = packets(capture)
-    data = frame[(frame.src == SERVER) & (frame.len > 0)]
+    fields = {**FIELDS, "dss_dsn": "mptcp.dss.dsn", "dss_len": "tcp.options.mptcp.datalvllen"}
+    frame = packets(capture, fields)
+    data = frame[(frame.src == SERVER) & (frame.len > 0)].copy()
+    # tshark's mapping analysis leaves a few subflow-level retransmissions without a DSN (13
+    # of 47,960 segments in this run, all at one recovery of Wi-Fi). Every segment carries its
+    # own mapping, so its DSS option gives the DSN directly.
+    assert (data.ssn.eq(data.seq) & data.dss_len.eq(data.len)).all()
+    assert data.dss_dsn.eq(data.dsn)[data.dsn.notna()].all()
+    data["dsn"] = data.dss_dsn
     per_path = len(interfaces) // 2  # interfaces per path, in path order
     arrivals = set(
         zip(
