@@ -44,6 +44,12 @@ __all__ = ["calibrate_command"]
     "and write SUITE.md/SUITE.json beside it with a verdict per point.",
 )
 @click.option(
+    "--kernel-again",
+    is_flag=True,
+    help="With --suite: keep every run, and run each repetition of every point whose "
+    "retransmissions differ once more on the kernel, same seed (the kernel's own spread).",
+)
+@click.option(
     "--sim-scheduler",
     metavar="NAME",
     help="Simulator scheduler (default: linux if the simulator has it, else minrtt).",
@@ -58,6 +64,7 @@ def calibrate_command(
     rerun_sim: bool,
     transport: bool,
     suite: bool,
+    kernel_again: bool,
     sim_scheduler: str | None,
 ) -> None:
     """Run TARGET (a scenario or a sweep file) on the kernel and in the simulator (needs root).
@@ -69,6 +76,8 @@ def calibrate_command(
     own calibrate, and the suite's report gives per point the goodput and retransmission
     verdicts.
     """
+    if kernel_again and not suite:
+        raise click.UsageError("--kernel-again: only with --suite")
     if suite:
         given = {
             "--out": out is not None,
@@ -88,6 +97,7 @@ def calibrate_command(
                 target,
                 resume=resume,
                 rerun_sim=rerun_sim,
+                kernel_again=kernel_again,
                 progress=lambda line: click.echo(line, err=True),
             )
         except TestbedError as exc:

@@ -34,6 +34,10 @@ __all__ = ["Point", "Sweep", "aggregate", "calibrate", "load_target", "render"]
 # A kernel/simulator goodput ratio this far from 1, beyond the kernel's own spread, is flagged.
 TOLERANCE = 0.10
 
+# The kernel's second run of a repetition, same seed (``calibrate(kernel_again=...)``).
+AGAIN = "kernel-again"
+KERNEL_SIDES = ("kernel", AGAIN)
+
 # Repetitions per point when the sweep file does not say.
 DEFAULT_REPETITIONS = 3
 
@@ -79,7 +83,7 @@ def _trim(summary: Mapping[str, Any], side: str) -> dict[str, Any]:
         }
         for sub in summary.get("subflows") or []
     ]
-    if side == "kernel":
+    if side in KERNEL_SIDES:
         emu = summary.get("emulator") or {}
         out["emulator"] = {
             "cpu_percent": emu.get("cpu_percent"),
@@ -109,13 +113,17 @@ def calibrate(
     sim_scheduler: str | None = None,
     progress: Callable[[str], None] | None = None,
     emulate_options: Mapping[str, Any] | None = None,
+    kernel_again: frozenset[tuple[str, str]] = frozenset(),
 ) -> dict[str, Any]:
     """Run every point of ``sweep`` on both sides and write ``out``/report.md and report.json.
 
     ``resume`` keeps the runs already in report.json; ``rerun_sim`` keeps only its kernel (and
     transport) runs and simulates every point again (after a change of the model).
     ``transport`` adds a third side: mpsched's own transport over UDP (``mpsched serve`` /
-    ``get``) with the simulator's scheduler, over the same emulated paths."""
+    ``get``) with the simulator's scheduler, over the same emulated paths.
+    ``kernel_again`` names points (group, point) whose every repetition the kernel runs a
+    second time with the same seed (side ``kernel-again``): the kernel's own spread from run
+    to run, which the goodput statistics leave out (one kernel run per repetition)."""
     reason = missing_capabilities("mptcp")
     if reason:
         raise TestbedError(f"the kernel testbed {reason}")
@@ -148,7 +156,7 @@ def calibrate(
         extra = kept
         repetitions = repetitions or state.get("meta", {}).get("repetitions")
         if rerun_sim:
-            runs = {k: r for k, r in runs.items() if r.get("side") in ("kernel", "transport")}
+            runs = {k: r for k, r in runs.items() if r.get("side") in (*KERNEL_SIDES, "transport")}
         old = state.get("meta", {})
         if any(r.get("side") == "kernel" for r in runs.values()) and "kernel" in old:
             # The kernel runs kept are the old kernel's, of their day.
@@ -175,15 +183,18 @@ def calibrate(
             done += 1
             base = {**sweep.overrides, **point.overrides, **extra}
             seed = int(load(sweep.base, base).seed) + rep
-            for side in ("kernel", "sim", "transport") if transport else ("kernel", "sim"):
+            sides = ["kernel", "sim"] + ["transport"] * transport
+            if (point.group, point.name) in kernel_again:
+                sides.append(AGAIN)
+            for side in sides:
                 key = _key(point, rep, side)
                 if key in runs:
                     continue
-                sched = "linux" if side == "kernel" else sim_scheduler
+                sched = "linux" if side in KERNEL_SIDES else sim_scheduler
                 scenario = load(sweep.base, {**base, "seed": seed, "connection.scheduler": sched})
                 if progress:
                     progress(f"[{done}/{total}] {side:6} {point.group} | {point.name} | rep {rep}")
-                if side == "kernel":
+                if side in KERNEL_SIDES:
                     config = to_native(scenario)
                     check_kernel_support(config, None)
                     summary = emulate(config, **(emulate_options or {}))
@@ -243,7 +254,8 @@ def aggregate(points: Sequence[Point], runs: Mapping[str, Any]) -> list[dict[str
             continue
         side: dict[str, list[dict[str, Any]]] = {"kernel": [], "sim": [], "transport": []}
         for run in sorted(mine, key=lambda r: r["rep"]):
-            side[run["side"]].append(run["summary"])
+            if run["side"] in side:
+                side[run["side"]].append(run["summary"])
         row: dict[str, Any] = {"group": point.group, "point": point.name}
         paths: list[str] = []
         for s in side["kernel"] + side["sim"] + side["transport"]:
