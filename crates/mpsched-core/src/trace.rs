@@ -9,6 +9,7 @@ pub struct AckTrace {
     pub subflow: Vec<u8>,
     pub data_ack_bytes: Vec<u64>,
     pub data_ack_step_bytes: Vec<u64>,
+    pub right_edge_bytes: Vec<u64>,
     pub cwnd_segments: Vec<u32>,
     pub ssthresh_segments: Vec<u32>,
     pub in_flight_segments: Vec<u32>,

@@ -316,6 +316,7 @@ fn acks_chunk(a: AckTrace) -> Chunk {
             Column::U8(a.subflow),
             Column::U64(a.data_ack_bytes),
             Column::U64(a.data_ack_step_bytes),
+            Column::U64(a.right_edge_bytes),
             Column::U32(a.cwnd_segments),
             Column::U32(a.ssthresh_segments),
             Column::U32(a.in_flight_segments),

@@ -29,6 +29,7 @@ pub const ACKS: Table = Table {
         col("subflow", "u8", "index", "subflow the ACK arrived on"),
         col("data_ack_bytes", "u64", "byte", "Data ACK this ACK carries (ACKs of a slower subflow may carry an older one; the server's cumulative Data ACK is the running maximum)"),
         col("data_ack_step_bytes", "u64", "byte", "how far this ACK moved the server's cumulative Data ACK (0: not at all)"),
+        col("right_edge_bytes", "u64", "byte", "right edge of the window this ACK advertises: its Data ACK plus its window (the server's is the running maximum)"),
         col("cwnd_segments", "u32", "segment", "congestion window after the ACK"),
         col("ssthresh_segments", "u32", "segment", "slow-start threshold after the ACK (2147483647: infinite)"),
         col("in_flight_segments", "u32", "segment", "segments in flight after the ACK"),

@@ -399,6 +399,8 @@ impl Sender {
             t.subflow.push(i as u8);
             t.data_ack_bytes.push(self.data.offset(ack.data_ack));
             t.data_ack_step_bytes.push(self.data.offset(step));
+            t.right_edge_bytes
+                .push(self.data.offset(ack.data_ack) + ack.rwnd);
             t.cwnd_segments.push(sf.cwnd());
             t.ssthresh_segments.push(sf.cc.ssthresh);
             t.in_flight_segments.push(sf.in_flight());

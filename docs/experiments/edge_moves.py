@@ -1,0 +1,116 @@
+"""Which ACKs move the connection's right edge, on the kernel and in the model, and how the
+data is handed out to the paths: the numbers behind docs/calibration/README.md's 512 KiB
+paragraph.
+
+    python docs/experiments/edge_moves.py KERNEL_DIR MODEL_DIR [--start 1] [--end 8]
+
+KERNEL_DIR: `mpsched emulate ... --trace-headers --out KERNEL_DIR` (`raw/windows.parquet`: each
+ACK's path, Data ACK and right edge as the client sent it; `raw/data.parquet`: each data
+packet's path and data sequence number). MODEL_DIR: `mpsched run ... --out MODEL_DIR` with the
+same scenario, seed and `--set`s (`acks.parquet`: each ACK's Data ACK and right edge as the
+server processed it; `segments.parquet`). Per side, over [start, end) seconds, per path:
+
+- edge moves: the ACKs that moved the right edge past every earlier one, and by how much
+  (median and 90th percentile, segments of 1,424 bytes);
+- jumps: the ACKs that moved the Data ACK past every earlier one by 10 segments or more, and
+  how many of them also moved the edge by 10 or more;
+- runs: stretches of consecutive data sequence numbers sent on this path (their first
+  transmission), in segments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+
+SEGMENT = 1424
+JUMP = 10
+
+
+def _acks(t, path, data_ack, edge):
+    order = np.argsort(t, kind="stable")
+    t, path, data_ack, edge = t[order], path[order], data_ack[order], edge[order]
+    d_before = np.concatenate([[data_ack[0]], np.maximum.accumulate(data_ack)[:-1]])
+    e_before = np.concatenate([[edge[0]], np.maximum.accumulate(edge)[:-1]])
+    return t, path, (data_ack - d_before) / SEGMENT, (edge - e_before) / SEGMENT
+
+
+def _runs(paths):
+    """Run lengths of equal consecutive values, with the value of each run."""
+    if len(paths) == 0:
+        return np.array([]), np.array([])
+    cut = np.flatnonzero(paths[1:] != paths[:-1]) + 1
+    starts = np.concatenate([[0], cut])
+    ends = np.concatenate([cut, [len(paths)]])
+    return paths[starts], ends - starts
+
+
+def kernel(run: Path, start: float, end: float, names: list[str]):
+    w = pq.read_table(run / "raw" / "windows.parquet").to_pandas()
+    w = w.dropna(subset=["data_ack_bytes", "right_edge_bytes"])
+    t, path, jump, moved = _acks(
+        w.t_ns.to_numpy(),
+        w.path.to_numpy(),
+        w.data_ack_bytes.to_numpy().astype(float),
+        w.right_edge_bytes.to_numpy().astype(float),
+    )
+    d = pq.read_table(run / "raw" / "data.parquet").to_pandas()
+    d = d.sort_values("t_ns").drop_duplicates("dsn_bytes")
+    d = d[(d.t_ns >= start * 1e9) & (d.t_ns < end * 1e9)].sort_values("dsn_bytes")
+    return t, path, jump, moved, d.path.to_numpy()
+
+
+def model(run: Path, start: float, end: float, names: list[str]):
+    a = pq.read_table(run / "acks.parquet").to_pandas()
+    named = np.array(names, dtype=object)
+    t, path, jump, moved = _acks(
+        a.t_ns.to_numpy(),
+        named[a.subflow.to_numpy()],
+        a.data_ack_bytes.to_numpy().astype(float),
+        a.right_edge_bytes.to_numpy().astype(float),
+    )
+    s = pq.read_table(run / "segments.parquet").to_pandas()
+    s = s[(s.t_first_sent_ns >= start * 1e9) & (s.t_first_sent_ns < end * 1e9)]
+    return t, path, jump, moved, named[s.sort_values("dseq").subflow.to_numpy()]
+
+
+def pct(x, q: float) -> float:
+    return float(np.percentile(x, q)) if len(x) else float("nan")
+
+
+def report(side: str, rows, start: float, end: float, names: list[str]) -> None:
+    t, path, jump, moved, sent = rows
+    keep = (t >= start * 1e9) & (t < end * 1e9)
+    run_path, run_len = _runs(sent)
+    for name in names:
+        mine = keep & (path == name)
+        m = moved[mine & (moved > 0)]
+        j = mine & (jump >= JUMP)
+        r = run_len[run_path == name]
+        print(
+            f"{side:6} {name:5} edge moves {len(m):5} (median {pct(m, 50):5.1f}, p90 "
+            f"{pct(m, 90):5.1f} segments) | jumps of {JUMP}+ {j.sum():4}, moving the edge "
+            f"{(j & (moved >= JUMP)).sum():4} | runs {len(r):4} (median {pct(r, 50):5.1f}, "
+            f"p90 {pct(r, 90):5.1f}, mean {np.mean(r) if len(r) else float('nan'):5.1f})"
+        )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("kernel", type=Path)
+    ap.add_argument("model", type=Path)
+    ap.add_argument("--start", type=float, default=1.0)
+    ap.add_argument("--end", type=float, default=8.0)
+    args = ap.parse_args()
+    scenario = json.loads((args.model / "scenario.json").read_text())
+    names = [p["name"] for p in scenario["paths"]]
+    report("kernel", kernel(args.kernel, args.start, args.end, names), args.start, args.end, names)
+    report("model", model(args.model, args.start, args.end, names), args.start, args.end, names)
+
+
+if __name__ == "__main__":
+    main()
