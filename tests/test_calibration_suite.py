@@ -101,6 +101,8 @@ def test_every_repetition_and_path_counts_and_the_worst_is_shown():
         (104, 694, 1400, False),  # beyond 2x of the largest
         (104, 694, 40, False),  # beyond 2x of the smallest
         (694, 104, 52, True),  # the second run is the smaller
+        (0, 30, 40, True),  # 0 to 30 in the range: 40 is within 2x of 30
+        (0, 30, 61, False),
     ],
 )
 def test_the_kernel_s_second_run_of_a_seed_widens_only_the_second_verdict(

@@ -199,8 +199,10 @@ def _retx_agree_range(kernel: Sequence[int], model: int) -> bool:
     """Within the factor of some count in the kernel's [min, max], or the slack of one."""
     if any(abs(k - model) <= RETX_SLACK for k in kernel):
         return True
+    # A kernel run without a retransmission puts 0 in the range, so any count up to the
+    # factor of the largest is within the factor of some count in it.
     lo, hi = min(kernel), max(kernel)
-    return lo > 0 and model > 0 and lo <= model * RETX_FACTOR and model <= hi * RETX_FACTOR
+    return model > 0 and lo <= model * RETX_FACTOR and model <= hi * RETX_FACTOR
 
 
 def _worse(new: Mapping[str, Any], old: Mapping[str, Any] | None, key: str) -> bool:
