@@ -279,6 +279,22 @@ def test_data_ack_steps(lossy: mpsched.Result) -> None:
     assert moved.max() > 10  # a loss makes the Data ACK jump over the bytes held behind it
 
 
+def test_the_right_edge_bounds_what_the_server_sends(rr_bounded: mpsched.Result) -> None:
+    """Every segment's last byte lies within the largest right edge the server had been
+    advertised when it first sent it, and a 100 KB buffer makes that edge bind."""
+    acks, seg = rr_bounded.acks, rr_bounded.segments.sort_values("dseq")
+    edge, data_ack = ints(acks, "right_edge_bytes"), ints(acks, "data_ack_bytes")
+    assert (edge >= data_ack).all()
+    largest = np.maximum.accumulate(edge)
+    ends = np.cumsum(ints(seg, "len_bytes"))
+    last_ack = np.searchsorted(ints(acks, "t_ns"), ints(seg, "t_first_sent_ns"), "right") - 1
+    after = last_ack >= 0
+    room = largest[last_ack[after]] - ends[after]
+    assert (room >= 0).all()
+    mss = traces.mss_bytes(rr_bounded.scenario["protocol"])
+    assert (room < mss).sum() > 100
+
+
 def test_free_cwnd_at_ack(lossy: mpsched.Result) -> None:
     acks = lossy.acks
     cwnd, flight = ints(acks, "cwnd_segments"), ints(acks, "in_flight_segments")

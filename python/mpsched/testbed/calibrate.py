@@ -183,7 +183,9 @@ def calibrate(
             done += 1
             base = {**sweep.overrides, **point.overrides, **extra}
             seed = int(load(sweep.base, base).seed) + rep
-            sides = ["kernel", "sim"] + ["transport"] * transport
+            sides = ["kernel", "sim"]
+            if transport:
+                sides.append("transport")
             if (point.group, point.name) in kernel_again:
                 sides.append(AGAIN)
             for side in sides:

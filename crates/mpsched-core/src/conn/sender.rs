@@ -397,10 +397,10 @@ impl Sender {
         if let Some(t) = self.ack_trace.as_mut() {
             t.t_ns.push(now.as_nanos());
             t.subflow.push(i as u8);
-            t.data_ack_bytes.push(self.data.offset(ack.data_ack));
+            let data_ack = self.data.offset(ack.data_ack);
+            t.data_ack_bytes.push(data_ack);
             t.data_ack_step_bytes.push(self.data.offset(step));
-            t.right_edge_bytes
-                .push(self.data.offset(ack.data_ack) + ack.rwnd);
+            t.right_edge_bytes.push(data_ack + ack.rwnd);
             t.cwnd_segments.push(sf.cwnd());
             t.ssthresh_segments.push(sf.cc.ssthresh);
             t.in_flight_segments.push(sf.in_flight());
