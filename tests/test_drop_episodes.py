@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
-import sys
 from pathlib import Path
+
+import mpsched
 
 SCRIPT = Path(__file__).parent.parent / "docs" / "experiments" / "drop_episodes.py"
 spec = importlib.util.spec_from_file_location("drop_episodes", SCRIPT)
@@ -41,11 +41,8 @@ def test_drops_closer_than_the_gap_are_one_episode() -> None:
 
 
 def test_the_model_s_drops_are_its_queue_drops(tmp_path: Path) -> None:
-    scenario = tmp_path / "shallow.toml"
-    scenario.write_text(SHALLOW)
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "mpsched", "run", str(scenario), "--out", str(out), "-q"]
-    subprocess.run(cmd, check=True, capture_output=True)
+    mpsched.run(SHALLOW, out=out)
     summary = json.loads((out / "summary.json").read_text())
     drops = drop_episodes.model(out)
     for sf in summary["subflows"]:
