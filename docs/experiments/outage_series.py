@@ -1,10 +1,14 @@
 """The Wi-Fi outage, the model against Linux (docs/experiments/outage.md): MB delivered in
 order per second around the failure, kernel runs against model runs.
 
-    python docs/experiments/outage_series.py [--offsets MS,MS,...] KERNEL_DIR [KERNEL_DIR ...]
+    python docs/experiments/outage_series.py [--offsets MS,MS,...] [--save FILE] KERNEL [KERNEL ...]
 
-Each KERNEL_DIR is written by
-``mpsched emulate scenarios/wifi-outage.toml --scheduler linux --out DIR``. For each, the model
+Each KERNEL is a run directory written by
+``mpsched emulate scenarios/wifi-outage.toml --scheduler linux --out DIR``, or a digest of
+such runs (a ``.json`` file) that ``--save FILE`` wrote: per run what the comparison reads
+(its failure time, duration, timer phase, goodput, the client's duplicate count and its MB per
+second), so that a series of kernel runs can be kept beside the page that quotes it
+(``docs/experiments/outage-kernel.json``) and re-read on a machine without them. For each, the model
 runs with that run's timer-wheel phase (``kernel.timer_phase_ns``) and with the
 failure moved by 0, 5, ..., 35 ms: where the stream stands when Wi-Fi fails (how full the
 connection's buffer is in its 256 KiB write cycle, about 37 ms at 7.1 MB/s) varies from kernel
@@ -47,6 +51,37 @@ def kernel_series(run: Path) -> np.ndarray:
     return np.diff(np.interp(failure_s(run) + SECONDS, t, b)) / 1e6
 
 
+def digest(run: Path) -> dict:
+    """What the comparison reads from one kernel run directory."""
+    whole = json.loads((run / "summary.json").read_text())
+    summary = whole["kernel"]
+    client = summary.get("mptcp_counters", {}).get("client", {})
+    return {
+        "run": run.name,
+        "failure_s": failure_s(run),
+        "duration_ns": json.loads((run / "scenario.json").read_text())["duration_ns"],
+        "timer_phase_ns": int(summary["timer_phase_ns"]),
+        "goodput_mbps": whole["goodput_mbps"],
+        "duplicates": client.get("MPTcpExtDuplicateData", 0),
+        "seconds_from_failure": SECONDS.tolist(),
+        "mb_per_second": [round(float(x), 6) for x in kernel_series(run)],
+    }
+
+
+def kernel_runs(args: list[Path]) -> list[dict]:
+    """Digests of the kernel runs named: run directories, or digest files."""
+    runs: list[dict] = []
+    for a in args:
+        if a.suffix == ".json":
+            kept = json.loads(a.read_text())["runs"]
+            if any(r["seconds_from_failure"] != SECONDS.tolist() for r in kept):
+                sys.exit(f"{a}: its seconds are not this script's {SECONDS.tolist()}")
+            runs.extend(kept)
+        else:
+            runs.append(digest(a))
+    return runs
+
+
 def model_series(
     phase_ns: int, fail_ms: int, duration_ns: int, tmp: Path
 ) -> tuple[np.ndarray, int, float]:
@@ -65,23 +100,20 @@ def model_series(
     return np.diff(np.interp(at, t, b)) / 1e6, int(summary["reinjections"]), summary["goodput_mbps"]
 
 
-def main(runs: list[Path], offsets: list[int]) -> None:
+def main(runs: list[dict], offsets: list[int]) -> None:
     kernel, model, dups, resent = [], [], [], []
     goodput: dict[str, list[float]] = {"kernel": [], "model": []}
     with tempfile.TemporaryDirectory() as tmp:
         for run in runs:
-            whole = json.loads((run / "summary.json").read_text())
-            summary = whole["kernel"]
-            goodput["kernel"].append(whole["goodput_mbps"])
-            kernel.append(kernel_series(run))
-            client = summary.get("mptcp_counters", {}).get("client", {})
-            dups.append(client.get("MPTcpExtDuplicateData", 0))
-            fail_ms = round(failure_s(run) * 1000)
+            goodput["kernel"].append(run["goodput_mbps"])
+            kernel.append(np.array(run["mb_per_second"]))
+            dups.append(run["duplicates"])
+            fail_ms = round(run["failure_s"] * 1000)
             # The model runs as long as the kernel run did, so that the goodputs compare.
-            duration_ns = json.loads((run / "scenario.json").read_text())["duration_ns"]
             for off in offsets:
-                phase = int(summary["timer_phase_ns"])
-                series, n, mbps = model_series(phase, fail_ms + off, duration_ns, Path(tmp))
+                series, n, mbps = model_series(
+                    run["timer_phase_ns"], fail_ms + off, run["duration_ns"], Path(tmp)
+                )
                 model.append(series)
                 resent.append(n)
                 goodput["model"].append(mbps)
@@ -113,9 +145,19 @@ def main(runs: list[Path], offsets: list[int]) -> None:
 if __name__ == "__main__":
     args = sys.argv[1:]
     offsets = list(OFFSETS_MS)
-    if args[:1] == ["--offsets"] and len(args) > 1:
-        offsets = [int(x) for x in args[1].split(",")]
+    save = None
+    while args[:1] in (["--offsets"], ["--save"]) and len(args) > 1:
+        if args[0] == "--offsets":
+            offsets = [int(x) for x in args[1].split(",")]
+        else:
+            save = Path(args[1])
         args = args[2:]
     if not args:
         sys.exit(__doc__)
-    main([Path(a) for a in args], offsets)
+    runs = kernel_runs([Path(a) for a in args])
+    if save is not None:
+        # One run per line: a digest of dozens of runs stays readable in a diff.
+        lines = ",\n".join("  " + json.dumps(r) for r in runs)
+        save.write_text(f'{{"scenario": "scenarios/wifi-outage.toml",\n "runs": [\n{lines}\n ]}}\n')
+        print(f"wrote {save}: {len(runs)} kernel runs")
+    main(runs, offsets)
