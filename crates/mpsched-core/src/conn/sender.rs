@@ -408,6 +408,16 @@ impl Sender {
             t.srtt_ns.push(sf.srtt().as_nanos());
         }
         self.push(now);
+        if step > 0 {
+            if let Some(m) = self.msk_rtx.as_mut() {
+                // The Data ACK advanced: the timer restarts (`__mptcp_clean_una`) with the
+                // period the push just set. `ack_update_msk` pushes (`__mptcp_check_push`,
+                // whose `mptcp_subflow_get_send` sets the period) before it cleans the
+                // acknowledged data, so an ACK that starts a subflow's RACK reordering timer
+                // arms the connection's with that timer's few ticks.
+                m.reset(now, self.data.una < self.data.written_end());
+            }
+        }
     }
 
     /// RFC 8684 3.3.2: a Data ACK frees the send buffer and moves the window.
@@ -435,11 +445,6 @@ impl Sender {
             }
         }
         self.data.una = target;
-        let outstanding = self.data.una < self.data.written_end();
-        if let Some(m) = self.msk_rtx.as_mut() {
-            // The Data ACK advanced: the timer restarts (`__mptcp_clean_una`).
-            m.reset(now, outstanding);
-        }
         if let Some(m) = self.meta_rto.as_mut() {
             m.on_data_ack(now, self.data.una < self.snd_nxt);
         }
@@ -822,6 +827,12 @@ impl Sender {
         )
     }
 
+    /// When upstream's connection-level retransmit timer runs next (none on the out-of-tree
+    /// stack, or while nothing is outstanding).
+    pub fn msk_timer_at(&self) -> Option<Time> {
+        self.msk_rtx.as_ref().and_then(MskRtx::timer_at)
+    }
+
     // ----- sending -----
 
     fn snapshot_cc(&mut self) {
@@ -1174,5 +1185,52 @@ impl Sender {
             }
             self.data.first_unsent = una + i as u64;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::conn::Stack;
+    use crate::packet::{Payload, SackBlock};
+    use crate::sched::testkit::{ack, drain, ms, sender, Setup};
+
+    #[test]
+    fn a_data_ack_restarts_the_connection_timer_with_the_period_its_own_push_set() {
+        // Upstream's `ack_update_msk` pushes (`__mptcp_check_push`, whose
+        // `mptcp_subflow_get_send` sets the period from the subflows' pending timers) before
+        // it cleans what the Data ACK covers (`__mptcp_clean_una`, which restarts the timer).
+        // So the restart takes the period of the timers as this ACK left them: on the kernel
+        // (a traced outage run) an ACK that started Wi-Fi's RACK reordering timer, 2 ticks
+        // out, restarted the connection's with 2 ticks, and it fired 10 ms later. Only the
+        // 10-ms subflow is up (the other joins at 10 s), so its timers alone set the period.
+        let mut s = sender(
+            "linux",
+            Setup {
+                rtts_ms: vec![10, 100],
+                established_ms: vec![0, 10_000],
+                stack: Stack::Upstream,
+                ..Setup::default()
+            },
+        );
+        s.start(ms(0));
+        assert_eq!(drain(&mut s).len(), 10);
+        // The start's push set the period from the subflow's loss-probe timer.
+        let probe = s.subflows()[0].timer_due().expect("data in flight");
+        assert_eq!(s.msk_timer_at(), Some(probe));
+        // Segments 0-1 and 3 arrive, 2 does not: the Data ACK moves by two, and RACK waits a
+        // quarter of the min RTT (no reordering seen, one segment SACKed) before it deems 2
+        // lost, 12.5 ms after it was sent.
+        let mut a = ack(0, 2, 2, 1000);
+        if let Payload::Ack(x) = &mut a.payload {
+            x.sack[0] = SackBlock { start: 3, end: 4 };
+            x.sack_len = 1;
+        }
+        s.handle_ack(ms(10), &a);
+        drain(&mut s);
+        let reo = s.subflows()[0].timer_due().expect("reordering timer");
+        assert!(ms(12) < reo && reo < ms(16), "{reo:?}");
+        // The connection's timer runs with that period from this ACK, not with the loss
+        // probe's 22 ms that the start set (to 32 ms), as it would if it restarted first.
+        assert_eq!(s.msk_timer_at(), Some(reo));
     }
 }

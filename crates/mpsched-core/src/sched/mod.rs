@@ -347,6 +347,6 @@ pub struct SchedInfo {
 }
 
 #[cfg(test)]
-mod testkit;
+pub(crate) mod testkit;
 #[cfg(test)]
 mod tests;

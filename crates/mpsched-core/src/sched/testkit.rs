@@ -19,6 +19,10 @@ pub struct Setup {
     pub sndbuf_segments: u64,
     pub total_bytes: Option<u64>,
     pub params: Vec<(&'static str, ParamValue)>,
+    /// The kernel modelled (the papers' out-of-tree one unless told).
+    pub stack: crate::conn::Stack,
+    /// When each subflow is established, in ms (0 unless told).
+    pub established_ms: Vec<u64>,
 }
 
 impl Default for Setup {
@@ -30,6 +34,8 @@ impl Default for Setup {
             sndbuf_segments: 1000,
             total_bytes: None,
             params: vec![],
+            stack: crate::conn::Stack::OutOfTree,
+            established_ms: vec![],
         }
     }
 }
@@ -46,7 +52,7 @@ pub fn sender_params(scheduler: &str, s: Setup, mut params: SchedParams) -> Send
         .iter()
         .enumerate()
         .map(|(i, &ms)| SubflowConfig {
-            established_at: Time::ZERO,
+            established_at: Time(s.established_ms.get(i).copied().unwrap_or(0) * 1_000_000),
             handshake_rtt: Dur::from_millis(ms),
             backup: s.backup.get(i).copied().unwrap_or(false),
         })
@@ -59,10 +65,9 @@ pub fn sender_params(scheduler: &str, s: Setup, mut params: SchedParams) -> Send
             mptcp: true,
             sndbuf: Bytes(s.sndbuf_segments * MSS64),
             sndbuf_autotune: false,
-            // The papers' kernel: reinjection at a subflow's timeout, no connection-level
-            // timer (upstream's is checked in conn/msk_rtx.rs and the simulator's tests).
-            // With autotuning off, that is all the stack changes here.
-            stack: crate::conn::Stack::OutOfTree,
+            // The papers' kernel by default: reinjection at a subflow's timeout, no
+            // connection-level timer. With autotuning off, that is all the stack changes here.
+            stack: s.stack,
             initial_rwnd: Bytes(s.rwnd_segments * MSS64),
             total: s.total_bytes.map(Bytes),
             app_limited: false,
