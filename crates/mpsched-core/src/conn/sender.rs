@@ -1219,7 +1219,7 @@ mod tests {
         assert_eq!(s.msk_timer_at(), Some(probe));
         // Segments 0-1 and 3 arrive, 2 does not: the Data ACK moves by two, and RACK waits a
         // quarter of the min RTT (no reordering seen, one segment SACKed) before it deems 2
-        // lost, 12.5 ms after it was sent.
+        // lost: 12.5 ms after it was sent, and its timer adds `TCP_TIMEOUT_MIN` (2 ms).
         let mut a = ack(0, 2, 2, 1000);
         if let Payload::Ack(x) = &mut a.payload {
             x.sack[0] = SackBlock { start: 3, end: 4 };
