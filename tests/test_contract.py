@@ -79,6 +79,7 @@ def test_choices_follow_the_contract() -> None:
         ("connection.congestion", "congestion_controls"),
         ("connection.stack", "stacks"),
         ("connection.loss_recovery", "loss_recoveries"),
+        ("connection.join", "joins"),
         ("connection.protocol", "protocols"),
     ]:
         with pytest.raises(ScenarioError) as err:

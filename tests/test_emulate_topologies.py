@@ -113,6 +113,9 @@ def test_the_testbed_refuses_only_what_the_kernel_lacks() -> None:
     config = to_native(load(FLOWS, {"connection.loss_recovery": "classic"}))
     with pytest.raises(ScenarioError, match=r"^connection\.loss_recovery: .*'classic'"):
         check_kernel_support(config, None)
+    config = to_native(load(FLOWS, {"connection.join": "syn-ack"}))
+    with pytest.raises(ScenarioError, match=r"^connection\.join: .*'syn-ack'"):
+        check_kernel_support(config, None)
     config = to_native(load(FLOWS, {"connection.window_ratio": 0.5}))
     with pytest.raises(ScenarioError, match=r"^connection\.window_ratio: "):
         check_kernel_support(config, None)

@@ -40,6 +40,7 @@ STMS_NATIVE: dict[str, Any] = {
     "window_ratio": None,
     "stack": "upstream",
     "loss_recovery": "linux",
+    "join": "first-data",
     "timer_hz": 250,
     "timer_phase_ns": 0,
     "workload": {"kind": "bulk"},

@@ -64,7 +64,7 @@ def contract() -> str:
     """What scenarios may name and what runs return, as JSON: ``version``, ``schedulers`` (name,
     description, source, params: key, default, meaning), ``congestion_controls`` (name,
     description, source, coupled, single_path), ``protocols``, ``stacks``,
-    ``loss_recoveries``, ``workloads`` (name, description), ``records`` (``summary``,
+    ``loss_recoveries``, ``joins``, ``workloads`` (name, description), ``records`` (``summary``,
     ``subflow``, ``flow``, ``quantiles``: their fields' name, type, nullable, unit, meaning)
     and ``traces`` (each table's name, meaning and columns)."""
 

@@ -99,7 +99,8 @@ def contract() -> dict[str, Any]:
 
 def names(kind: str) -> tuple[str, ...]:
     """The names a scenario may give: ``kind`` is ``"schedulers"``, ``"congestion_controls"``,
-    ``"protocols"``, ``"stacks"``, ``"loss_recoveries"``, ``"timer_hz"`` or ``"workloads"``."""
+    ``"protocols"``, ``"stacks"``, ``"loss_recoveries"``, ``"joins"``, ``"timer_hz"`` or
+    ``"workloads"``."""
     return tuple(entry["name"] for entry in contract()[kind])
 
 

@@ -64,6 +64,7 @@ pub fn scenario(paths: Vec<PathConfig>, scheduler: &str, duration_ns: u64) -> Co
         window_ratio: None,
         stack: StackName::Upstream,
         loss_recovery: Default::default(),
+        join: Default::default(),
         timer_hz: mpsched_core::jiffies::DEFAULT_HZ,
         timer_phase_ns: 0,
         workload: Workload::Bulk,

@@ -95,6 +95,9 @@ pub struct Config {
     /// How TCP finds losses, on every connection.
     #[serde(default)]
     pub loss_recovery: RecoveryName,
+    /// When a client opens its connection's other subflows.
+    #[serde(default)]
+    pub join: JoinName,
     /// Both kernels' `CONFIG_HZ`: their TCP and MPTCP timers run on its ticks, rounded as
     /// Linux's timer wheel rounds them; 0 runs them exactly.
     #[serde(default = "default_timer_hz")]
@@ -219,6 +222,18 @@ impl RecoveryName {
             }
         }
     }
+}
+
+/// When the client sends the MP_JOINs of a connection's other subflows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum JoinName {
+    /// Once the connection is fully established, when the server's first data arrives:
+    /// Linux's path managers (`mptcp_pm_fully_established`).
+    #[default]
+    FirstData,
+    /// As soon as the first subflow's SYN-ACK arrives.
+    SynAck,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]

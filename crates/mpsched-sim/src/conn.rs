@@ -120,6 +120,9 @@ pub struct Conn {
     pub(crate) done: bool,
     /// Before its first SYN.
     pub(crate) syn_pending: bool,
+    /// The first subflow is up and the others wait to join until the connection is fully
+    /// established: the server's first data reached the client.
+    pub(crate) joins_pending: bool,
 }
 
 impl Conn {
@@ -206,6 +209,7 @@ impl Conn {
             started: false,
             done: false,
             syn_pending: false,
+            joins_pending: false,
         }
     }
 

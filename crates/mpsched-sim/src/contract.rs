@@ -78,6 +78,7 @@ pub struct Contract {
     pub protocols: &'static [Choice],
     pub stacks: &'static [Choice],
     pub loss_recoveries: &'static [Choice],
+    pub joins: &'static [Choice],
     pub timer_hz: &'static [Choice],
     pub workloads: &'static [Choice],
     /// Every duration's units, in nanoseconds (`sched::params::DURATION_UNITS`).
@@ -118,6 +119,18 @@ pub const STACKS: &[Choice] = &[
         name: "out-of-tree",
         description: "the multipath-tcp.org kernel (v0.9x) of the STMS, BLEST and ECF papers: \
                       one connection-level window, ACKs held while it would shrink",
+    },
+];
+
+pub const JOINS: &[Choice] = &[
+    Choice {
+        name: "first-data",
+        description: "the client opens the other subflows once the connection is fully \
+                      established (the server's first data arrived), as Linux does",
+    },
+    Choice {
+        name: "syn-ack",
+        description: "the client opens the other subflows at the first subflow's SYN-ACK",
     },
 ];
 
@@ -209,6 +222,7 @@ pub fn contract() -> Contract {
         protocols: PROTOCOLS,
         stacks: STACKS,
         loss_recoveries: LOSS_RECOVERIES,
+        joins: JOINS,
         timer_hz: TIMER_HZ,
         workloads: WORKLOADS,
         duration_units: mpsched_core::sched::params::DURATION_UNITS,
@@ -243,7 +257,7 @@ pub fn contract_json() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{Protocol, RecoveryName, StackName};
+    use crate::config::{JoinName, Protocol, RecoveryName, StackName};
     use serde::de::DeserializeOwned;
 
     fn parses<T: DeserializeOwned>(name: &str) -> bool {
@@ -277,6 +291,8 @@ mod tests {
         // And nothing the scenario accepts is missing.
         assert!(!parses::<StackName>("none") && STACKS.len() == 2);
         assert!(LOSS_RECOVERIES.len() == 3 && PROTOCOLS.len() == 2);
+        assert!(JOINS.iter().all(|c| parses::<JoinName>(c.name)));
+        assert!(!parses::<JoinName>("never") && JOINS.len() == 2);
     }
 
     /// The summary's serialized keys are exactly the declared fields, in order.

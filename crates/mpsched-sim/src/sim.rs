@@ -16,7 +16,7 @@
 use crate::app::App;
 use crate::capture::{Capture, Vantage};
 use crate::component::{Component, Components};
-use crate::config::{Config, Protocol, Workload};
+use crate::config::{Config, JoinName, Protocol, Workload};
 use crate::conn::{Conn, ConnSpec, Item, Net, SimLink, Tagged};
 use crate::error::SimError;
 use crate::event::EventList;
@@ -443,13 +443,13 @@ impl Simulation {
         match event {
             // The first subflow is up: the client opens the others (MP_JOIN), on the paths
             // whose address it has.
+            // The first subflow is up; the client opens the others (MP_JOIN) once the
+            // connection is fully established (`mptcp_pm_fully_established`): when the
+            // server's first data arrives, not at the SYN-ACK.
             Some(HsEvent::ClientEstablished { subflow: 0, .. }) if self.conns[k].mptcp => {
-                for sf in 1..self.conns[k].paths.len() {
-                    if !self.absent[self.conns[k].paths[sf]] && !self.conns[k].hs.started(sf) {
-                        let syn = self.conns[k].hs.connect(now, sf);
-                        self.conns[k].client.subflow_opened(sf);
-                        self.send_hs(k, syn);
-                    }
+                match self.cfg.join {
+                    JoinName::FirstData => self.conns[k].joins_pending = true,
+                    JoinName::SynAck => self.open_joins(k),
                 }
             }
             Some(HsEvent::ServerEstablished { subflow, rtt }) => {
@@ -565,6 +565,9 @@ impl Simulation {
     #[inline]
     fn after_data(&mut self, k: usize) {
         let now = self.now;
+        if self.conns[k].joins_pending {
+            self.open_joins(k);
+        }
         let conn = &mut self.conns[k];
         if k == 0 {
             if let Some(app) = self.app.as_mut() {
@@ -576,6 +579,22 @@ impl Simulation {
             self.files_pending = self.files_pending.saturating_sub(1);
         }
         self.flush_client(k);
+    }
+
+    /// The client opens connection `k`'s other subflows (MP_JOIN), on the paths whose
+    /// address it has.
+    #[inline(never)]
+    fn open_joins(&mut self, k: usize) {
+        let now = self.now;
+        self.conns[k].joins_pending = false;
+        for sf in 1..self.conns[k].paths.len() {
+            if !self.absent[self.conns[k].paths[sf]] && !self.conns[k].hs.started(sf) {
+                let syn = self.conns[k].hs.connect(now, sf);
+                self.conns[k].client.subflow_opened(sf);
+                self.send_hs(k, syn);
+            }
+        }
+        self.rearm_handshake(k);
     }
 
     /// Counts what the link's AQM dropped as queue drops of their subflows.

@@ -3,7 +3,7 @@
 //! with an MP_JOIN handshake when the address returns.
 
 use mpsched_sim::build::*;
-use mpsched_sim::config::{Config, StackName, Workload};
+use mpsched_sim::config::{Config, JoinName, StackName, Workload};
 use mpsched_sim::{RunOutput, Simulation};
 
 /// Payload bytes each subflow delivered (first received) within [from, to).
@@ -107,4 +107,32 @@ fn a_path_that_appears_later_joins_then() {
     );
     let [_, l] = delivered(&out, 10 * S, 16 * S);
     assert!(l > 5_000_000, "LTE {l} B after joining");
+}
+
+/// When LTE's first segment reaches the client in the STMS lab.
+fn lte_first_arrival(join: JoinName) -> u64 {
+    let mut c = stms_lab(100 * MS, S);
+    c.scheduler = "linux".into();
+    c.join = join;
+    let out = Simulation::new(c, true).unwrap().run();
+    first_after(&out, 1, 0)
+}
+
+#[test]
+fn the_client_joins_once_the_first_data_is_in() {
+    // Linux's path managers open the other subflows once the connection is fully established
+    // (`mptcp_pm_fully_established`): the client learns it when the server's first data
+    // arrives. On Linux 6.18, in six captures of the lab, LTE's SYN left 40.8-43.3 ms after
+    // the first SYN: as the first data came in over Wi-Fi (SYN-ACK at 20 ms, the request
+    // with the third ACK, the data a round trip later), not at the SYN-ACK.
+    let first_data = lte_first_arrival(JoinName::FirstData);
+    let syn_ack = lte_first_arrival(JoinName::SynAck);
+    // LTE's SYN and SYN-ACK, its third ACK and the first segment: two of its 100-ms trips.
+    assert!(
+        (41 * MS + 200 * MS..46 * MS + 200 * MS).contains(&first_data),
+        "{first_data}"
+    );
+    // A Wi-Fi round trip (20 ms) and the server's first write later than at the SYN-ACK.
+    let later = first_data - syn_ack;
+    assert!((20 * MS..24 * MS).contains(&later), "{later}");
 }

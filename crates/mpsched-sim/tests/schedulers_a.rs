@@ -4,7 +4,7 @@
 use mpsched_core::rng::Rng;
 use mpsched_core::units::wire::MPTCP_MSS as MSS;
 use mpsched_sim::build::*;
-use mpsched_sim::config::{Change, Config, PathConfig, QueueSpec, Workload};
+use mpsched_sim::config::{Change, Config, JoinName, PathConfig, QueueSpec, Workload};
 use mpsched_sim::{RunOutput, Simulation, Summary};
 
 fn run(cfg: Config) -> Summary {
@@ -49,6 +49,9 @@ fn redundant_sends_every_segment_on_each_subflow() {
         20,
     );
     c.workload = Workload::File { size_bytes: size };
+    // Both subflows up before the first data (joined at the first SYN-ACK): with Linux's join
+    // at the first data the second one misses the first window.
+    c.join = JoinName::SynAck;
     let out = traced(c);
     let s = &out.summary;
     assert_eq!(s.bytes_delivered, size);
@@ -132,12 +135,15 @@ fn bm_keeps_the_flight_under_its_cap() {
 #[test]
 fn ecf_and_blest_leave_the_slow_subflow_idle_for_a_short_file() {
     // A 64 KB file over a 200 ms and a 20 ms path, 30 Mbit/s each, big buffers. The 200 ms
-    // path carries the first subflow, so both are up when the transfer starts.
+    // path carries the first subflow, and the second joins at its SYN-ACK, so both are up when
+    // the transfer starts (joining at the first data, as Linux does, the file would start on
+    // the slow path alone).
     let cfg = |sched: &str| {
         let mut c = two_paths(sched, (30, 200), (30, 20), QueueSpec::TimeNs(500 * MS), 10);
         c.workload = Workload::File {
             size_bytes: 64 * 1024,
         };
+        c.join = JoinName::SynAck;
         c
     };
     let minrtt = run(cfg("minrtt"));

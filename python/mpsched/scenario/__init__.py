@@ -11,6 +11,7 @@ from .fields import MAX_FLOWS
 from .load import Source, default_scenario_text, load, read_source, resolve_files, validate
 from .model import (
     CONGESTION_CONTROLS,
+    JOINS,
     LOSS_RECOVERIES,
     PROTOCOLS,
     SIZE_DISTS,
@@ -30,6 +31,7 @@ from .overrides import apply_overrides, parse_set, parse_value
 
 __all__ = [
     "CONGESTION_CONTROLS",
+    "JOINS",
     "LOSS_RECOVERIES",
     "MAX_FLOWS",
     "PROTOCOLS",

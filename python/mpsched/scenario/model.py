@@ -82,6 +82,7 @@ PROTOCOLS = _contract_names("protocols")
 CONGESTION_CONTROLS = _contract_names("congestion_controls")
 STACKS = _contract_names("stacks")
 LOSS_RECOVERIES = _contract_names("loss_recoveries")
+JOINS = _contract_names("joins")
 WORKLOAD_KINDS = _contract_names("workloads")
 
 
@@ -156,6 +157,13 @@ class Connection(_Model):
     after it then waits for the timeout; or `linux-static-reo-wnd`: `linux` with RACK's
     reordering window never widened by D-SACKs (`net.ipv4.tcp_recovery = 3`), to see what the
     adaptation to reordering is worth (`scenarios/reordering.toml`).
+    """
+    join: Annotated[str, choice(JOINS)] = "first-data"
+    """When the client opens the other subflows (MP_JOIN): `first-data`, once the connection is
+    fully established, when the server's first data arrives, as Linux's path managers do
+    (`mptcp_pm_fully_established`; on Linux 6.18 the second SYN leaves 41-43 ms into the STMS lab,
+    as the first data arrives); or `syn-ack`, at the first subflow's SYN-ACK, a round trip
+    earlier on the first path.
     """
     timer_hz: Annotated[int, choice(_timer_hz)] = 250
     """Both kernels' `CONFIG_HZ`: TCP's and MPTCP's timers (RTO, loss probe, reordering, delayed

@@ -216,6 +216,7 @@ def to_native(scenario: Scenario) -> dict[str, Any]:
         "window_ratio": connection.window_ratio,
         "stack": connection.stack,
         "loss_recovery": connection.loss_recovery,
+        "join": connection.join,
         "timer_hz": connection.timer_hz,
         "timer_phase_ns": connection.timer_phase,
         "workload": workload,

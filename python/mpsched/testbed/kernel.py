@@ -186,6 +186,11 @@ def check_kernel_support(config: Mapping[str, Any], kernel_scheduler: str | None
             "connection.loss_recovery: the kernel recovers losses as Linux does; "
             f"{config['loss_recovery']!r} exists only in the simulator"
         )
+    if config.get("join", "first-data") != "first-data":
+        raise ScenarioError(
+            "connection.join: Linux opens the other subflows once the connection is fully "
+            f"established ('first-data'); {config['join']!r} exists only in the simulator"
+        )
     if config.get("stack", "upstream") != "upstream":
         raise ScenarioError(
             "connection.stack: the testbed runs this machine's upstream Linux; the "

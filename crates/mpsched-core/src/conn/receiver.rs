@@ -452,7 +452,10 @@ impl Receiver {
                 self.send_ack(now, i);
                 self.subflows[i].after_flush(now, rcv_rtt) == AckNeed::Now
             }
-            AckNeed::Delayed => grew && self.out_of_tree(),
+            // `tcp_grow_window` sets `icsk_ack.quick` whenever it raises `rcv_ssthresh`: a
+            // segment that grows the window is ACKed at once, on both kernels (not with the
+            // transport's sparser ACK frequency).
+            AckNeed::Delayed => grew && self.cfg.ack_policy.every <= 2,
             AckNeed::Second => self.acks_second_segment(now, i, grew),
         };
         if ack {

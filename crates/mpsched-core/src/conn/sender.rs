@@ -125,6 +125,8 @@ pub struct Sender {
     out: Batch<Packet>,
     probe_at: Option<Time>,
     last_push: Time,
+    /// The push under way was made by an ACK (upstream: gated by the window).
+    ack_push: bool,
     /// When the last subflow joins.
     last_join: Time,
     views: Vec<SubflowView>,
@@ -222,6 +224,7 @@ impl Sender {
             out: Batch::default(),
             probe_at: None,
             last_push: Time::ZERO,
+            ack_push: false,
             last_join,
             views: Vec::with_capacity(n),
             stale: SubflowSet::EMPTY,
@@ -407,7 +410,9 @@ impl Sender {
             t.free_cwnd_segments.push(free);
             t.srtt_ns.push(sf.srtt().as_nanos());
         }
+        self.ack_push = true;
         self.push(now);
+        self.ack_push = false;
         if step > 0 {
             if let Some(m) = self.msk_rtx.as_mut() {
                 // The Data ACK advanced: the timer restarts (`__mptcp_clean_una`) with the
@@ -624,8 +629,11 @@ impl Sender {
             self.shared.rewinds = self.shared.rewinds.wrapping_add(1);
             sent_end
         } else if firing.retransmit_head {
-            let segs = DFRAG_BYTES.div_ceil(u64::from(wire::mss(true)));
-            (una + segs).min(sent_end)
+            // The head fragment as `__mptcp_clean_una` left it: from the Data ACK to the end
+            // of the fragment it falls in (the application writes whole fragments).
+            let mss = u64::from(wire::mss(true));
+            let frag_end = (una * mss / DFRAG_BYTES + 1) * DFRAG_BYTES;
+            frag_end.div_ceil(mss).min(sent_end)
         } else {
             return;
         };
@@ -879,7 +887,11 @@ impl Sender {
                     .first_unsent
                     .max(self.data.una)
                     .max(self.sched.pushed_end())
-                    < self.data.written_end());
+                    < self.data.written_end())
+            // An ACK pushes (`ack_update_msk` calls `__mptcp_check_push`) only if the window
+            // reaches past what the subflows were handed (`wnd_end` after `snd_nxt`); an
+            // application's write pushes whatever the window.
+            && (!self.ack_push || self.data.right_edge() > self.data.offset(self.msk_sent_end()));
         self.refresh_stale_views(now);
         self.schedule(now);
         for i in frto_new.iter() {
@@ -1192,7 +1204,7 @@ impl Sender {
 mod tests {
     use crate::conn::Stack;
     use crate::packet::{Payload, SackBlock};
-    use crate::sched::testkit::{ack, drain, ms, sender, Setup};
+    use crate::sched::testkit::{ack, drain, ms, on, sender, Setup};
 
     #[test]
     fn a_data_ack_restarts_the_connection_timer_with_the_period_its_own_push_set() {
@@ -1232,5 +1244,75 @@ mod tests {
         // The connection's timer runs with that period from this ACK, not with the loss
         // probe's 22 ms that the start set (to 32 ms), as it would if it restarted first.
         assert_eq!(s.msk_timer_at(), Some(reo));
+    }
+
+    #[test]
+    fn an_ack_whose_window_reaches_no_further_keeps_the_period() {
+        // `ack_update_msk` pushes (and `mptcp_subflow_get_send` sets the period) only if the
+        // window reaches past what the subflows were handed (`wnd_end` after `snd_nxt`); the
+        // Data ACK then restarts the timer with the period set before. A 10-segment window:
+        // the start hands out 0-9 and sets the period from the subflow's loss-probe timer (22
+        // ms). Segments 0-1 and 3 arrive: RACK's reordering timer would set a few ms.
+        let run = |rwnd: u64| {
+            let mut s = sender(
+                "linux",
+                Setup {
+                    rtts_ms: vec![10, 100],
+                    established_ms: vec![0, 10_000],
+                    rwnd_segments: 10,
+                    total_bytes: Some(40 * 1424),
+                    stack: Stack::Upstream,
+                    ..Setup::default()
+                },
+            );
+            s.start(ms(0));
+            assert_eq!(on(&drain(&mut s), 0), (0..10).collect::<Vec<_>>());
+            let period = s.msk_timer_at().unwrap().saturating_since(ms(0));
+            let mut a = ack(0, 2, 2, rwnd);
+            if let Payload::Ack(x) = &mut a.payload {
+                x.sack[0] = SackBlock { start: 3, end: 4 };
+                x.sack_len = 1;
+            }
+            s.handle_ack(ms(10), &a);
+            let sent = on(&drain(&mut s), 0);
+            let reo = s.subflows()[0].timer_due().expect("reordering timer");
+            (period, sent, reo, s.msk_timer_at().unwrap())
+        };
+        // The window still ends at 10: nothing handed out, the start's period kept.
+        let (period, sent, reo, at) = run(8);
+        assert!(sent.iter().all(|&d| d < 10), "{sent:?}");
+        assert!(reo < ms(10) + period);
+        assert_eq!(at, ms(10) + period);
+        // The window reaches 11: the push sets the period from the reordering timer.
+        let (_, sent, reo, at) = run(9);
+        assert!(sent.contains(&10), "{sent:?}");
+        assert_eq!(at, reo);
+    }
+
+    #[test]
+    fn a_firing_sends_again_what_the_data_ack_left_of_the_head_fragment() {
+        // `__mptcp_retrans` sends the head fragment from the Data ACK on (`__mptcp_clean_una`
+        // trimmed it), not a whole fragment: with the Data ACK at segment 15 (byte 21,360 of
+        // the first 32,728-byte fragment), segments 15-22 and not 15 on. The 10-ms subflow
+        // holds 15-39 unacknowledged; the idle 100-ms one takes the head.
+        let mut s = sender(
+            "linux",
+            Setup {
+                rtts_ms: vec![10, 100],
+                total_bytes: Some(40 * 1424),
+                stack: Stack::Upstream,
+                ..Setup::default()
+            },
+        );
+        s.start(ms(0));
+        assert_eq!(on(&drain(&mut s), 0), (0..10).collect::<Vec<_>>());
+        s.handle_ack(ms(10), &ack(0, 10, 10, 1000));
+        assert_eq!(on(&drain(&mut s), 0), (10..30).collect::<Vec<_>>());
+        s.handle_ack(ms(11), &ack(0, 15, 15, 1000));
+        assert_eq!(on(&drain(&mut s), 0), (30..40).collect::<Vec<_>>());
+        let fire = s.msk_timer_at().expect("data un-Data-ACKed");
+        s.handle_timeout(fire);
+        let again = drain(&mut s);
+        assert_eq!(on(&again, 1), (15..23).collect::<Vec<_>>(), "{again:?}");
     }
 }

@@ -218,13 +218,15 @@ impl LinuxSched {
         let mut dseq = first;
         let sndbuf = ctx.subflows()[j].sndbuf;
         let frag = |d: u64| d * mss as u64 / DFRAG_BYTES;
-        while pushed < burst && dseq < ctx.written_end() && ctx.in_window(dseq) {
+        while burst > 0 && dseq < ctx.written_end() && ctx.in_window(dseq) {
             self.queues[j].push_back(dseq);
             pushed += ctx.seg_len(dseq) as u64;
             dseq += 1;
-            // `__subflow_push_pending`: at the end of each data fragment the burst goes on
-            // only while the subflow's buffer has room.
-            if frag(dseq) != frag(dseq - 1) && self.wmem(&ctx.subflows()[j], mss) >= sndbuf {
+            // `__subflow_push_pending` hands out whole data fragments: only at a fragment's
+            // end does it look at the burst and the subflow's buffer.
+            if frag(dseq) != frag(dseq - 1)
+                && (pushed >= burst || self.wmem(&ctx.subflows()[j], mss) >= sndbuf)
+            {
                 break;
             }
         }
