@@ -133,20 +133,21 @@ def test_delivery_times_follow_from_send_times(fixture: str, request) -> None:
         free = 0
         if sf > 0 and result.scenario["protocol"] == "mptcp":
             # The server acknowledges an MP_JOIN's third ACK (52 bytes) when the subflow opens,
-            # ahead of its data: the handshakes cross idle links, the first subflow's SYN (64
-            # bytes) and SYN-ACK (72), then this subflow's SYN (72), SYN-ACK and ACK (76 each).
+            # ahead of its data: the handshakes cross idle links, this subflow's SYN (72
+            # bytes), SYN-ACK and ACK (76 each). The client sends the SYN once the first data
+            # is in (Linux's join), or at the first subflow's SYN-ACK (64 and 72 bytes).
             paths = result.scenario["paths"]
 
             def one_way(p: dict, direction: str, size: int) -> int:
                 link = p[direction]
                 return link["delay_ns"] + -(-size * 8 * 10**9 // link["rate_bps"])
 
+            if result.scenario["join"] == "first-data":
+                syn = int(ints(seg, "t_first_received_ns")[seg["subflow"].to_numpy() == 0].min())
+            else:
+                syn = one_way(paths[0], "up", 64) + one_way(paths[0], "down", 72)
             opened = (
-                one_way(paths[0], "up", 64)
-                + one_way(paths[0], "down", 72)
-                + one_way(path, "up", 72)
-                + one_way(path, "down", 76)
-                + one_way(path, "up", 76)
+                syn + one_way(path, "up", 72) + one_way(path, "down", 76) + one_way(path, "up", 76)
             )
             free = opened + -(-52 * 8 * 10**9 // rate)
         for i in mine[np.lexsort((dseq[mine], sent[mine]))]:
@@ -595,8 +596,9 @@ def test_each_subflow_s_send_queue_and_buffer_are_sampled() -> None:
     )
     assert placed.max() > 1_000_000  # the scheduler keeps deep subflow queues upstream
     # Data-ACKed but still out on a subflow: another subflow's ACK carried the Data ACK while
-    # this one's ACK was delayed.
-    assert (placed <= conn["sndbuf_used_bytes"].reindex(placed.index) + 16 * 1424).all()
+    # this one's ACK was delayed, or the connection timer sent the head fragment again on the
+    # other subflow (up to 23 segments; it fires at 0.484 s, as the kernel's at 0.48 s).
+    assert (placed <= conn["sndbuf_used_bytes"].reindex(placed.index) + (16 + 23) * 1424).all()
     # The connection's window bounds it (one sample late: the window moves between ACKs).
     window = conn["rwnd_bytes"].reindex(placed.index)
     assert (placed <= window.shift(1).fillna(window) + 64 * 1424).all()
