@@ -630,7 +630,8 @@ impl Sender {
             sent_end
         } else if firing.retransmit_head {
             // The head fragment as `__mptcp_clean_una` left it: from the Data ACK to the end
-            // of the fragment it falls in (the application writes whole fragments).
+            // of the fragment it falls in (the model's fragments start at multiples of
+            // `DFRAG_BYTES` of the stream; the kernel's drift with the application's writes).
             let mss = u64::from(wire::mss(true));
             let frag_end = (una * mss / DFRAG_BYTES + 1) * DFRAG_BYTES;
             frag_end.div_ceil(mss).min(sent_end)
