@@ -30,7 +30,7 @@ fn slow_start_ends_where_the_kernel_s_does() {
     // cushion at 66. LTE left at 352 at 0.832 s before the client came to join at the first
     // data and to ACK every segment while its window grows, two differences from the kernel
     // that cancelled; with both as the kernel does them LTE's rounds start when the kernel's
-    // do but its first push after the join is smaller (36 segments against 46), and it leaves
+    // do but its first push after the join is smaller (35 segments against 46), and it leaves
     // 13% early (docs/calibration/README.md, "What remains").
     assert!((67..=71).contains(&wifi), "Wi-Fi left slow start at {wifi}");
     assert!(
