@@ -1,6 +1,6 @@
 """The kept kernel traces of upstream's data fragments (docs/experiments/dfrag-kernel.json,
 written by docs/experiments/dfrag_digest.py): the writes and fragment boundaries that
-docs/calibration/wip/dfrag-pages.patch models."""
+`crates/mpsched-core/src/conn/dfrag.rs` and `conn/data.rs` model."""
 
 import itertools
 import json

@@ -364,7 +364,10 @@ def test_connection_buffers(lossy: mpsched.Result, one_path: mpsched.Result) -> 
     assert (conn["reorder_bytes"] <= conn["rcvbuf_used_bytes"]).all()
     assert conn["rcvbuf_used_bytes"].max() <= scenario["rcvbuf_bytes"]
     assert conn["rwnd_bytes"].max() <= scenario["rcvbuf_bytes"]
-    assert (conn["sndbuf_used_bytes"] <= conn["sndbuf_bytes"]).all()
+    # Upstream's `mptcp_sendmsg` looks at the buffer only before each 32-KiB page's piece of
+    # a write, so a write passes the buffer by less than a page.
+    assert (conn["sndbuf_used_bytes"] < conn["sndbuf_bytes"] + 32_768).all()
+    assert (conn["sndbuf_used_bytes"] > conn["sndbuf_bytes"]).any()
     assert (np.diff(ints(conn, "sndbuf_bytes")) >= 0).all()  # autotuning only grows it
     assert conn["reorder_bytes"].max() > 0
     assert conn["rcvbuf_used_bytes"].max() <= lossy.summary["peak_reorder_bytes"]

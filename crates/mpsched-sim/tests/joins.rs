@@ -127,12 +127,12 @@ fn the_client_joins_once_the_first_data_is_in() {
     // with the third ACK, the data a round trip later), not at the SYN-ACK.
     let first_data = lte_first_arrival(JoinName::FirstData);
     let syn_ack = lte_first_arrival(JoinName::SynAck);
-    // LTE's SYN and SYN-ACK, its third ACK and the first segment: two of its 100-ms trips.
-    assert!(
-        (41 * MS + 200 * MS..46 * MS + 200 * MS).contains(&first_data),
-        "{first_data}"
-    );
-    // A Wi-Fi round trip (20 ms) and the server's first write later than at the SYN-ACK.
+    // LTE's SYN and SYN-ACK and its third ACK, two of its 100-ms trips, and then the
+    // application's next write: everything written so far went to Wi-Fi. On the kernel LTE's
+    // first push comes with that write at 0.202 s in all five traced runs
+    // (docs/experiments/dfrag-kernel.json), and reaches the client 50 ms later, at 252 ms.
+    assert!((246 * MS..256 * MS).contains(&first_data), "{first_data}");
+    // A Wi-Fi round trip (20 ms) later than at the SYN-ACK, and the wait for a write.
     let later = first_data - syn_ack;
-    assert!((20 * MS..24 * MS).contains(&later), "{later}");
+    assert!((20 * MS..35 * MS).contains(&later), "{later}");
 }

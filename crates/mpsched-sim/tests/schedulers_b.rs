@@ -434,11 +434,12 @@ fn lab_stms_delivers_in_order_where_default_waits_for_the_slow_path() {
         );
         assert!(r.ooo_delay_ms.mean <= 0.75 * d.ooo_delay_ms.mean);
         if s == "stms-a" {
-            // 51% of Default's mean for this seed (seeds 2 and 3: 37% and 93%; with HyStart
-            // as in Linux 5.10-6.12, 38%, 22% and 86%): the median is what STMS-A pushes to
-            // zero. Algorithm 2's averaging is checked on its own by
+            // 56% of Default's mean for this seed (52% before the application's writes came
+            // to fill their pages as upstream's `mptcp_sendmsg` does; seeds 2 and 3: 37% and
+            // 93% then; with HyStart as in Linux 5.10-6.12, 38%, 22% and 86%): the median is
+            // what STMS-A pushes to zero. Algorithm 2's averaging is checked on its own by
             // `algorithm_2_moves_the_gap_by_the_average_jump_once_per_interval`.
-            assert!(r.ooo_delay_ms.mean <= 0.55 * d.ooo_delay_ms.mean);
+            assert!(r.ooo_delay_ms.mean <= 0.6 * d.ooo_delay_ms.mean);
         }
         assert!(d.ooo_delay_ms.p50 >= 20.0);
         assert!(r.ooo_delay_ms.p50 <= 0.05 * d.ooo_delay_ms.p50);

@@ -3,6 +3,7 @@
 //! buffer. The sender moves it forward; schedulers read it through `SchedCtx`, which is why
 //! it lives apart from both.
 
+use crate::conn::dfrag::Frags;
 use crate::subflow::SubflowSet;
 use crate::time::Time;
 use crate::units::Bytes;
@@ -40,6 +41,10 @@ pub struct DataQueue {
     /// The application's write size in segments ([`super::sender::DEFAULT_WRITE_CHUNK`] unless told);
     /// `None`: it fills the buffer at once.
     pub(super) write_chunk_segs: Option<u64>,
+    /// The same in bytes (upstream's paged writes are to the byte).
+    pub(super) write_chunk_bytes: Option<u64>,
+    /// Upstream MPTCP's fragments (`mptcp_sendmsg`): writes fill pages; `None` elsewhere.
+    pub(super) frags: Option<Frags>,
     last_len: u32,
     /// Payload of a full segment (`wire::mss`).
     mss: u32,
@@ -62,6 +67,8 @@ impl DataQueue {
             total_segs,
             app_segs: None,
             write_chunk_segs: None,
+            write_chunk_bytes: None,
+            frags: None,
             last_len,
             mss,
         }
@@ -131,6 +138,17 @@ impl DataQueue {
     pub fn all_written(&self) -> bool {
         self.total_segs.is_some_and(|t| self.written_end() >= t)
     }
+    /// The end, in bytes of the stream, of the data fragment holding stream byte `byte`
+    /// (upstream's `mptcp_data_frag`; a fixed grid of [`crate::conn::dfrag::DFRAG_BYTES`]
+    /// where the stack keeps none).
+    #[inline]
+    pub fn frag_end(&self, byte: u64) -> u64 {
+        use crate::conn::dfrag::DFRAG_BYTES;
+        match &self.frags {
+            Some(f) => f.end_of(byte),
+            None => (byte / DFRAG_BYTES + 1) * DFRAG_BYTES,
+        }
+    }
     /// Byte offset of the first never-sent segment.
     pub fn first_unsent_offset(&self) -> u64 {
         self.offset(self.unsent().next().unwrap_or(self.written_end()))
@@ -146,9 +164,15 @@ impl DataQueue {
     /// The application, woken once the buffer is writable, fills it; or, writing
     /// `write_chunk_segs` at a time, writes chunks while the socket says it is writable
     /// (below two thirds full), so the buffer ends up between 2/3 and 2/3 + a chunk full.
-    pub(super) fn write(&mut self) {
+    ///
+    /// `sent_end`: every segment below it has been handed to a subflow (the fragments'
+    /// `msk->first_pending`).
+    pub(super) fn write(&mut self, sent_end: u64) {
         if self.sndbuf_full() {
             return;
+        }
+        if self.frags.is_some() {
+            return self.write_pages(sent_end);
         }
         let mut end = self.una + self.sndbuf_segs;
         if let Some(chunk) = self.write_chunk_segs {
@@ -164,6 +188,57 @@ impl DataQueue {
         if let Some(a) = self.app_segs {
             end = end.min(a);
         }
+        self.extend_to(end);
+    }
+
+    /// Upstream's `mptcp_sendmsg` ([`crate::conn::dfrag`]): each `send()` of a chunk copies it
+    /// a page at a time while the buffer is below `sk_sndbuf` before the piece (so the last
+    /// piece may take the buffer past it by up to a page), and the application sends while
+    /// the socket is writable. The writes are the application's to the byte: a write that
+    /// ends inside a segment leaves that segment to the next one (the subflows' skbs grow
+    /// across writes), so the fragments fall where the kernel's do.
+    fn write_pages(&mut self, sent_end: u64) {
+        let mss = u64::from(self.mss);
+        let mut limit = u64::MAX;
+        if let Some(t) = self.total_segs {
+            limit = limit.min((t - 1) * mss + u64::from(self.last_len));
+        }
+        if let Some(a) = self.app_segs {
+            limit = limit.min(a * mss);
+        }
+        let una_byte = self.una * mss;
+        let sndbuf = self.sndbuf_bytes();
+        let chunk = self.write_chunk_bytes;
+        let Some(frags) = self.frags.as_mut() else {
+            return;
+        };
+        let mut pos = frags.end();
+        // The bytes of a segment not yet whole count as handed out with the segments
+        // before them (the kernel pushes them, and its next write grows their skb).
+        let mut pending = sent_end < pos / mss;
+        // A `send()` at a time while the socket is writable (`sk_stream_is_writeable`).
+        while 3 * (pos - una_byte) <= 2 * sndbuf && pos < limit {
+            let mut left = chunk.unwrap_or(u64::MAX);
+            while left > 0 && pos < limit && pos - una_byte < sndbuf {
+                let n = frags.copy(left.min(limit - pos), pending, una_byte >= pos);
+                pos += n;
+                left -= n;
+                pending = true;
+            }
+            if chunk.is_none() {
+                break;
+            }
+        }
+        let to = if pos >= limit && self.total_segs.is_some_and(|t| t * mss >= pos) {
+            pos.div_ceil(mss)
+        } else {
+            pos / mss
+        };
+        self.extend_to(to);
+    }
+
+    /// Appends fresh segments up to (not including) `end`.
+    fn extend_to(&mut self, end: u64) {
         let from = self.written_end();
         if from >= end {
             return;
@@ -193,6 +268,23 @@ impl DataQueue {
 mod tests {
     use super::*;
 
+    #[test]
+    fn an_upstream_write_the_buffer_cuts_short_still_fills_its_page() {
+        use crate::conn::dfrag::{Frags, DFRAG_BYTES};
+        // `mptcp_sendmsg` looks at the buffer only before each page's piece: on Linux 6.18 the
+        // lab's first write is 65,456 bytes, two whole fragments, past a 50,176-byte buffer
+        // (docs/experiments/dfrag-kernel.json), where stopping at the buffer writes 35
+        // segments.
+        let mut q = DataQueue::new(1424, Bytes(50_176), None, Bytes(1 << 30));
+        q.write_chunk_segs = Some(184);
+        q.write_chunk_bytes = Some(262_144);
+        q.frags = Some(Frags::default());
+        q.write(0);
+        assert_eq!(q.frags.as_ref().unwrap().end(), 2 * DFRAG_BYTES);
+        // Whole segments: the 46th waits for the next write to fill it.
+        assert_eq!(q.written_end(), 2 * DFRAG_BYTES / 1424);
+    }
+
     fn queue(chunk: Option<u64>) -> DataQueue {
         let mut q = DataQueue::new(1424, Bytes(2999 * 1424), None, Bytes(1 << 30));
         q.write_chunk_segs = chunk;
@@ -202,18 +294,18 @@ mod tests {
     #[test]
     fn a_chunked_writer_stops_past_two_thirds_a_filling_one_at_the_top() {
         let mut full = queue(None);
-        full.write();
+        full.write(0);
         assert_eq!(full.segs.len(), 2999);
         // 256 KiB chunks (184 segments): written while at most 2/3 full (1,999 of 2,999).
         let mut chunked = queue(Some(184));
-        chunked.write();
+        chunked.write(0);
         let held = chunked.segs.len() as u64;
         assert!(held > 2 * 2999 / 3 && held <= 2 * 2999 / 3 + 184, "{held}");
         assert!(chunked.sndbuf_full());
         // An ACK of 500 segments: below 2/3 again, so chunks until past it.
         chunked.una += 500;
         chunked.segs.drain(..500);
-        chunked.write();
+        chunked.write(0);
         let held = chunked.segs.len() as u64;
         assert!(held > 2 * 2999 / 3 && held <= 2 * 2999 / 3 + 184, "{held}");
     }

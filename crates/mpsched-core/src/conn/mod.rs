@@ -3,6 +3,7 @@
 //! with one subflow and no MPTCP options.
 
 pub mod data;
+pub mod dfrag;
 pub mod meta_rto;
 pub mod msk_rtx;
 pub mod rcvwin;

@@ -24,13 +24,6 @@ use crate::time::{Dur, Time};
 
 /// `net.mptcp.stale_loss_cnt`'s default.
 pub const STALE_LOSS_CNT: u8 = 4;
-/// The data of one fragment: a 32-KiB page fragment (`SKB_FRAG_PAGE_ORDER`) less the
-/// 40-byte `struct mptcp_data_frag` at its start. On Linux 6.18 (`mpsched emulate
-/// scenarios/wifi-outage.toml --scheduler linux --kernel-trace`, its `mptcp_sendmsg_frag`
-/// events after each `mptcp_rtx_timer_fire`) the firings resent 22,736 bytes at 0.488 s, 11,344
-/// at 5.948 s, and 32,728 at 6.52, 7.10 and 7.67 s, each from the Data ACK; their sum,
-/// 132,264, is the run's `bytes_retrans`, and `MPTcpExtMPTCPRetrans` counted 5.
-pub const DFRAG_BYTES: u64 = 32_728;
 
 #[derive(Clone, Debug, Default)]
 struct SubflowState {

@@ -53,7 +53,6 @@
 //! - `pacing_rate` is the subflow's `tcp_update_pacing_rate` value (the view's
 //!   `pacing_rate_bps`).
 
-use crate::conn::msk_rtx::DFRAG_BYTES;
 use crate::sched::{Decision, Reason, SchedCtx, SchedInfo, Scheduler, SubflowSet, SubflowView};
 use std::collections::VecDeque;
 
@@ -101,9 +100,6 @@ const SACKED_TRUESIZE: u64 = 1510;
 /// And what queued data costs, per 100 bytes of payload (the same runs, Wi-Fi: 1.04-1.06 of
 /// its `notsent`; the queue's skbs are up to 64 KB).
 const QUEUED_TRUESIZE_PCT: u64 = 105;
-
-/// Segments of one data fragment (a 32 KiB page fragment).
-const DFRAG_SEGS: u64 = DFRAG_BYTES.div_ceil(1424);
 
 impl LinuxSched {
     pub fn new() -> LinuxSched {
@@ -217,17 +213,19 @@ impl LinuxSched {
         let mut pushed = 0;
         let mut dseq = first;
         let sndbuf = ctx.subflows()[j].sndbuf;
-        let frag = |d: u64| d * mss as u64 / DFRAG_BYTES;
+        let mss64 = mss as u64;
+        let mut frag_end = ctx.frag_end(first * mss64);
         while burst > 0 && dseq < ctx.written_end() && ctx.in_window(dseq) {
             self.queues[j].push_back(dseq);
             pushed += ctx.seg_len(dseq) as u64;
             dseq += 1;
             // `__subflow_push_pending` hands out whole data fragments: only at a fragment's
             // end does it look at the burst and the subflow's buffer.
-            if frag(dseq) != frag(dseq - 1)
-                && (pushed >= burst || self.wmem(&ctx.subflows()[j], mss) >= sndbuf)
-            {
-                break;
+            if frag_end <= dseq * mss64 {
+                if pushed >= burst || self.wmem(&ctx.subflows()[j], mss) >= sndbuf {
+                    break;
+                }
+                frag_end = ctx.frag_end(dseq * mss64);
             }
         }
         self.next_new = dseq;
@@ -287,7 +285,9 @@ impl Scheduler for LinuxSched {
                     Some(j)
                 }
                 _ => self.pick_retrans(views).inspect(|&j| {
-                    self.retrans_on = Some((j, DFRAG_SEGS - 1));
+                    let mss = u64::from(ctx.mss());
+                    let frag_segs = ctx.frag_end(dseq * mss).div_ceil(mss) - dseq;
+                    self.retrans_on = Some((j, frag_segs.saturating_sub(1)));
                 }),
             };
             if let Some(j) = j {
@@ -373,7 +373,7 @@ mod tests {
         s.start(ms(0));
         drain(&mut s);
         // One fragment's segments, once sent, at the in-flight cost.
-        let frag = super::DFRAG_BYTES.div_ceil(MSS64) * super::INFLIGHT_TRUESIZE;
+        let frag = crate::conn::dfrag::DFRAG_BYTES.div_ceil(MSS64) * super::INFLIGHT_TRUESIZE;
         let (mut worst, mut cum) = (0i64, 0);
         for t in 1..400 {
             cum += 2;

@@ -275,6 +275,11 @@ impl<'a> SchedCtx<'a> {
     pub fn mss(&self) -> u32 {
         self.data.mss()
     }
+    /// The end, in bytes of the stream, of the data fragment holding stream byte `byte`
+    /// (upstream's `mptcp_data_frag`, `crate::conn::dfrag`).
+    pub fn frag_end(&self, byte: u64) -> u64 {
+        self.data.frag_end(byte)
+    }
     /// Bytes of one data segment (the MSS, or less for the last one of a file).
     pub fn seg_len(&self, dseq: u64) -> u32 {
         self.data.seg_len(dseq)

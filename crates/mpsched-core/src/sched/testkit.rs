@@ -23,6 +23,8 @@ pub struct Setup {
     pub stack: crate::conn::Stack,
     /// When each subflow is established, in ms (0 unless told).
     pub established_ms: Vec<u64>,
+    /// Linux's send-buffer autotuning (`sndbuf_segments` is then `tcp_wmem[2]`).
+    pub sndbuf_autotune: bool,
 }
 
 impl Default for Setup {
@@ -36,6 +38,7 @@ impl Default for Setup {
             params: vec![],
             stack: crate::conn::Stack::OutOfTree,
             established_ms: vec![],
+            sndbuf_autotune: false,
         }
     }
 }
@@ -64,7 +67,7 @@ pub fn sender_params(scheduler: &str, s: Setup, mut params: SchedParams) -> Send
         SenderConfig {
             mptcp: true,
             sndbuf: Bytes(s.sndbuf_segments * MSS64),
-            sndbuf_autotune: false,
+            sndbuf_autotune: s.sndbuf_autotune,
             // The papers' kernel by default: reinjection at a subflow's timeout, no
             // connection-level timer. With autotuning off, that is all the stack changes here.
             stack: s.stack,
