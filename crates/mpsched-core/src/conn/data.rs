@@ -121,11 +121,13 @@ impl DataQueue {
     pub fn sndbuf_full(&self) -> bool {
         3 * self.segs.len() as u64 > 2 * self.sndbuf_segs
     }
-    /// Resizes the send buffer (autotuning only grows it).
-    pub(super) fn set_sndbuf(&mut self, bytes: u64) {
-        if bytes > self.sndbuf_segs * self.mss as u64 {
-            self.sndbuf_segs = (bytes / self.mss as u64).max(1);
+    /// Resizes the send buffer (autotuning only grows it); whether it grew.
+    pub(super) fn set_sndbuf(&mut self, bytes: u64) -> bool {
+        let grew = bytes >= (self.sndbuf_segs + 1) * self.mss as u64;
+        if grew {
+            self.sndbuf_segs = bytes / self.mss as u64;
         }
+        grew
     }
     /// Sets the send buffer, smaller too (a subflow's buffer left with it).
     pub(super) fn resize_sndbuf(&mut self, bytes: u64) {
@@ -216,10 +218,12 @@ impl DataQueue {
         // The bytes of a segment not yet whole count as handed out with the segments
         // before them (the kernel pushes them, and its next write grows their skb).
         let mut pending = sent_end < pos / mss;
-        // A `send()` at a time while the socket is writable (`sk_stream_is_writeable`).
-        while 3 * (pos - una_byte) <= 2 * sndbuf && pos < limit {
+        // A `send()` at a time while the socket is writable (`sk_stream_is_writeable`). The
+        // held bytes count whole segments from the Data ACK, which a file's short last
+        // segment can take past the bytes written.
+        while pos < limit && 3 * pos.saturating_sub(una_byte) <= 2 * sndbuf {
             let mut left = chunk.unwrap_or(u64::MAX);
-            while left > 0 && pos < limit && pos - una_byte < sndbuf {
+            while left > 0 && pos < limit && pos.saturating_sub(una_byte) < sndbuf {
                 let n = frags.copy(left.min(limit - pos), pending, una_byte >= pos);
                 pos += n;
                 left -= n;

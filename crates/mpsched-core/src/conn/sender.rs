@@ -335,7 +335,7 @@ impl Sender {
 
     /// `tcp_new_space` on subflow `i` after an ACK freed memory: its buffer grows, and the
     /// connection's follows.
-    fn autotune_sndbuf(&mut self, now: Time, i: usize) {
+    fn autotune_sndbuf(&mut self, now: Time, i: usize) -> bool {
         let wmem_max = self.cfg.sndbuf.0;
         let out_of_tree = self.cfg.mptcp && self.cfg.stack == Stack::OutOfTree;
         if out_of_tree {
@@ -353,7 +353,7 @@ impl Sender {
         } else {
             Self::autotuned_sndbuf(self.cfg.mptcp, self.joined(now))
         };
-        self.data.set_sndbuf(bytes);
+        self.data.set_sndbuf(bytes)
     }
 
     // ----- input -----
@@ -392,11 +392,9 @@ impl Sender {
                 self.views_joined = false; // its view changes: refresh them all
             }
         }
-        if out.una_advanced && self.cfg.sndbuf_autotune {
-            self.autotune_sndbuf(now, i);
-        }
+        let grew = out.una_advanced && self.cfg.sndbuf_autotune && self.autotune_sndbuf(now, i);
         let step = self.on_data_ack(now, &ack);
-        if out.una_advanced && self.data.frags.is_some() {
+        if grew && self.data.frags.is_some() {
             // `subflow_write_space`: a subflow's grown buffer grows the connection's and wakes
             // its writer (`mptcp_write_space`), Data ACK or not.
             self.data.write(self.msk_sent_end());
