@@ -20,8 +20,6 @@ starts one in the middle of a page and moves the grid 40 bytes earlier.
 
 from __future__ import annotations
 
-import json
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -80,13 +78,6 @@ def digest(run: Path) -> dict:
     }
 
 
-def runs(args: list[Path]) -> list[dict]:
-    out: list[dict] = []
-    for a in args:
-        out.extend(json.loads(a.read_text())["runs"] if a.suffix == ".json" else [digest(a)])
-    return out
-
-
 def shifts(grid: list[list[int]]) -> list[tuple[float, int]]:
     """Where the grid's residue changes: (stream MB, residue)."""
     out = []
@@ -115,14 +106,6 @@ def main(kept: list[dict]) -> None:
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    save = None
-    if args[:1] == ["--save"] and len(args) > 1:
-        save, args = Path(args[1]), args[2:]
-    if not args:
-        sys.exit(__doc__)
-    kept = runs([Path(a) for a in args])
-    if save is not None:
-        lines = ",\n".join("  " + json.dumps(r) for r in kept)
-        save.write_text('{"runs": [\n' + lines + "\n]}\n")
-    main(kept)
+    from kept_runs import cli
+
+    cli(__doc__, digest, main)

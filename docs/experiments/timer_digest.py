@@ -15,7 +15,6 @@ of each skb), and checks them against the run's own counters: their sum is the c
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 
@@ -51,13 +50,6 @@ def digest(run: Path) -> dict:
     }
 
 
-def runs(args: list[Path]) -> list[dict]:
-    out: list[dict] = []
-    for a in args:
-        out.extend(json.loads(a.read_text())["runs"] if a.suffix == ".json" else [digest(a)])
-    return out
-
-
 def main(kept: list[dict]) -> None:
     for r in kept:
         resent = [f["resent_bytes"] for f in r["firings"] if f["resent_bytes"]]
@@ -72,14 +64,6 @@ def main(kept: list[dict]) -> None:
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    save = None
-    if args[:1] == ["--save"] and len(args) > 1:
-        save, args = Path(args[1]), args[2:]
-    if not args:
-        sys.exit(__doc__)
-    kept = runs([Path(a) for a in args])
-    if save is not None:
-        lines = ",\n".join("  " + json.dumps(r) for r in kept)
-        save.write_text('{"runs": [\n' + lines + "\n]}\n")
-    main(kept)
+    from kept_runs import cli
+
+    cli(__doc__, digest, main)
