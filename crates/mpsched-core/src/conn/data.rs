@@ -203,7 +203,11 @@ impl DataQueue {
         let mss = u64::from(self.mss);
         let mut limit = u64::MAX;
         if let Some(t) = self.total_segs {
-            limit = limit.min((t - 1) * mss + u64::from(self.last_len));
+            // A file's bytes: its last segment may be short (an empty one has none).
+            let bytes = t
+                .checked_sub(1)
+                .map_or(0, |w| w * mss + u64::from(self.last_len));
+            limit = limit.min(bytes);
         }
         if let Some(a) = self.app_segs {
             limit = limit.min(a * mss);
@@ -287,6 +291,29 @@ mod tests {
         assert_eq!(q.frags.as_ref().unwrap().end(), 2 * DFRAG_BYTES);
         // Whole segments: the 46th waits for the next write to fill it.
         assert_eq!(q.written_end(), 2 * DFRAG_BYTES / 1424);
+    }
+
+    #[test]
+    fn an_upstream_file_s_short_last_segment_and_an_empty_file_write_what_they_hold() {
+        use crate::conn::dfrag::Frags;
+        let paged = |total: u64| {
+            let mut q = DataQueue::new(1424, Bytes(1 << 20), Some(Bytes(total)), Bytes(1 << 30));
+            q.frags = Some(Frags::default());
+            q
+        };
+        let mut empty = paged(0);
+        empty.write(0);
+        assert_eq!(empty.written_end(), 0);
+        // 2,000 bytes: a full segment and one of 576, all of it written and then acknowledged;
+        // the held bytes count whole segments from the Data ACK, past the 2,000 written.
+        let mut short = paged(2000);
+        short.write(0);
+        assert_eq!(short.written_end(), 2);
+        assert_eq!(short.seg_len(1), 576);
+        short.segs.clear();
+        short.una = 2;
+        short.write(2);
+        assert_eq!(short.written_end(), 2);
     }
 
     fn queue(chunk: Option<u64>) -> DataQueue {
