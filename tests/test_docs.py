@@ -87,6 +87,30 @@ def test_every_shown_command_with_output_is_a_claim() -> None:
     assert not unmarked, f"console blocks without a claim marker: {unmarked}"
 
 
+def test_every_shown_table_command_is_a_claim() -> None:
+    """A block of commands that runs `mpsched table` prints a table the page shows: it is a
+    claim, so that `docgen --claims` re-reads the table when the model changes (tables under
+    an unmarked block went stale for days). Indented blocks are instructions inside a list
+    (a cluster's sweep), not a page's results."""
+    from mpsched import docclaims
+
+    unmarked = []
+    for page in _claim_pages():
+        lines = page.read_text().splitlines()
+        marked = {c.line for c in docclaims.claims(page)}  # the marker's line, from 1
+        for n, line in enumerate(lines):
+            if line != "```sh":
+                continue
+            body = []
+            for following in lines[n + 1 :]:
+                if following.startswith("```"):
+                    break
+                body.append(following)
+            if any(b.startswith("mpsched table ") for b in body) and n not in marked:
+                unmarked.append(f"{page.relative_to(ROOT)}:{n + 1}")
+    assert not unmarked, f"mpsched table blocks without a claim marker: {unmarked}"
+
+
 def test_the_claim_pages_parse_and_the_long_ones_are_dated() -> None:
     from mpsched import docclaims
 
