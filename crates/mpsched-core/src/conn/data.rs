@@ -212,7 +212,7 @@ impl DataQueue {
         if let Some(a) = self.app_segs {
             limit = limit.min(a * mss);
         }
-        let una_byte = self.una * mss;
+        let una_byte = self.offset(self.una);
         let sndbuf = self.sndbuf_bytes();
         let chunk = self.write_chunk_bytes;
         let Some(frags) = self.frags.as_mut() else {
@@ -237,7 +237,9 @@ impl DataQueue {
                 break;
             }
         }
-        let to = if pos >= limit && self.total_segs.is_some_and(|t| t * mss >= pos) {
+        // All written: a file's short last segment is whole (an application's limit is whole
+        // segments anyway).
+        let to = if pos >= limit {
             pos.div_ceil(mss)
         } else {
             pos / mss
