@@ -1,0 +1,102 @@
+"""How long each path falls silent at the receiver, and how many silences end with a segment
+shorter than a full one: the kernel's sub-MSS tails that the model's whole-segment pushes do
+not have (docs/calibration/README.md, "The kernel's short tails").
+
+    python docs/experiments/short_tails.py [--save FILE] RUN [RUN ...]
+
+RUN: a kernel run (`mpsched emulate ... --kernel-trace --out RUN`: the client's `tcp_probe`
+rows, one per data segment received, with its path and payload), a model run (`mpsched run
+... --out RUN`: `segments.parquet`, each segment's first arrival), or a digest that `--save`
+wrote. Per path, after `--from` seconds (10 by default, past slow start): the data segments
+received, how many were shorter than the path's full payload, the silences (no data on the
+path for more than 15 ms) and their total, and the silences that ended with a short segment.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kept_runs import cli
+
+# A path that hears nothing for longer than this is silent: ten times the 1.5-ms spacing of
+# full segments at 8 Mbit/s, well above a delayed ACK's wait for the second segment.
+SILENCE_MS = 15.0
+FROM_S = 10.0
+FULL = 1424
+
+
+def silences(t_ns: np.ndarray, length: np.ndarray, full: int = FULL) -> dict:
+    """One path's arrivals (time-ordered): how often and how long it fell silent, and how
+    many silences a short segment ended."""
+    gap_ms = np.diff(t_ns, prepend=t_ns[:1]) / 1e6
+    silent = gap_ms > SILENCE_MS
+    short = length < full
+    ended_short = silent & short
+    return {
+        "segments": len(t_ns),
+        "short": int(short.sum()),
+        "silences": int(silent.sum()),
+        "silent_s": round(float(gap_ms[silent].sum()) / 1e3, 2),
+        "ended_short": int(ended_short.sum()),
+        "ended_short_s": round(float(gap_ms[ended_short].sum()) / 1e3, 2),
+        "ended_short_median_ms": round(float(np.median(gap_ms[ended_short])), 1)
+        if ended_short.any()
+        else None,
+    }
+
+
+def digest(run: Path, from_s: float = FROM_S) -> dict:
+    trace = run / "raw" / "ktrace.parquet"
+    paths = []
+    if trace.exists():
+        t = pq.read_table(trace, columns=["t_ns", "event", "side", "path", "data_len"])
+        t = t.filter(
+            pc.and_(
+                pc.and_(pc.equal(t["event"], "tcp_probe"), pc.equal(t["side"], "client")),
+                pc.greater(t["data_len"], 0),
+            )
+        )
+        cols = t.to_pydict()
+        t_ns, path, length = (np.asarray(cols[c]) for c in ("t_ns", "path", "data_len"))
+        side = "kernel"
+    else:
+        s = pq.read_table(
+            run / "segments.parquet", columns=["t_first_received_ns", "subflow", "len_bytes"]
+        ).to_pydict()
+        t_ns = np.asarray(s["t_first_received_ns"], dtype=np.int64)
+        path = np.asarray(s["subflow"])
+        length = np.asarray(s["len_bytes"])
+        # Never received (the run ended first): no arrival to count.
+        keep = t_ns > 0
+        t_ns, path, length = t_ns[keep], path[keep], length[keep]
+        side = "model"
+    for p in sorted(set(path.tolist())):
+        m = (path == p) & (t_ns >= from_s * 1e9)
+        order = np.argsort(t_ns[m], kind="stable")
+        paths.append({"path": int(p), **silences(t_ns[m][order], length[m][order])})
+    return {"run": run.name, "side": side, "from_s": from_s, "paths": paths}
+
+
+def show(runs: list[dict]) -> None:
+    print(
+        "| run | side | path | segments | short | silences > 15 ms | silent s "
+        "| ended by a short segment | their s | median ms |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in runs:
+        for p in r["paths"]:
+            print(
+                f"| {r['run']} | {r['side']} | {p['path']} | {p['segments']:,} | {p['short']:,} "
+                f"| {p['silences']} | {p['silent_s']} | {p['ended_short']} "
+                f"| {p['ended_short_s']} | {p['ended_short_median_ms']} |"
+            )
+
+
+if __name__ == "__main__":
+    cli(__doc__, digest, show)
