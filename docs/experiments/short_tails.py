@@ -3,13 +3,15 @@ shorter than a full one: the kernel's sub-MSS tails that the model's whole-segme
 not have (docs/calibration/README.md, "The kernel's short tails").
 
     python docs/experiments/short_tails.py [--save FILE] RUN [RUN ...]
+    python docs/experiments/short_tails.py --per-second SECONDS RUN [RUN ...]
 
 RUN: a kernel run (`mpsched emulate ... --kernel-trace --out RUN`: the client's `tcp_probe`
 rows, one per data segment received, with its path and payload), a model run (`mpsched run
 ... --out RUN`: `segments.parquet`, each segment's first arrival), or a digest that `--save`
-wrote. Per path, after `--from` seconds (10 by default, past slow start): the data segments
-received, how many were shorter than the path's full payload, the silences (no data on the
-path for more than 15 ms) and their total, and the silences that ended with a short segment.
+wrote. Per path, from 10 s on (past slow start): the data segments received, how many were
+shorter than the path's full payload, the silences (no data on the path for more than 15 ms)
+and their total, and the silences that ended with a short segment. `--per-second N`: for each
+of the first N seconds, the share of it each path was silent (Wi-Fi / LTE), per run.
 """
 
 from __future__ import annotations
@@ -51,9 +53,9 @@ def silences(t_ns: np.ndarray, length: np.ndarray, full: int = FULL) -> dict:
     }
 
 
-def digest(run: Path, from_s: float = FROM_S) -> dict:
+def arrivals(run: Path) -> tuple[str, np.ndarray, np.ndarray, np.ndarray]:
+    """The run's data arrivals at the client: side, time (ns), path and payload, in time order."""
     trace = run / "raw" / "ktrace.parquet"
-    paths = []
     if trace.exists():
         t = pq.read_table(trace, columns=["t_ns", "event", "side", "path", "data_len"])
         t = t.filter(
@@ -76,11 +78,34 @@ def digest(run: Path, from_s: float = FROM_S) -> dict:
         keep = t_ns > 0
         t_ns, path, length = t_ns[keep], path[keep], length[keep]
         side = "model"
+    order = np.argsort(t_ns, kind="stable")
+    return side, t_ns[order], path[order], length[order]
+
+
+def digest(run: Path, from_s: float = FROM_S) -> dict:
+    side, t_ns, path, length = arrivals(run)
+    paths = []
     for p in sorted(set(path.tolist())):
         m = (path == p) & (t_ns >= from_s * 1e9)
-        order = np.argsort(t_ns[m], kind="stable")
-        paths.append({"path": int(p), **silences(t_ns[m][order], length[m][order])})
+        paths.append({"path": int(p), **silences(t_ns[m], length[m])})
     return {"run": run.name, "side": side, "from_s": from_s, "paths": paths}
+
+
+def per_second(run: Path, seconds: int) -> list[list[float]]:
+    """For each of the first `seconds` seconds, the share of it each path spent in silences
+    that began within it."""
+    _, t_ns, path, _ = arrivals(run)
+    out = []
+    for sec in range(seconds):
+        shares = []
+        for p in sorted(set(path.tolist())):
+            x = t_ns[path == p]
+            gap_ms = np.diff(x) / 1e6
+            start = x[:-1]
+            m = (start >= sec * 1e9) & (start < (sec + 1) * 1e9) & (gap_ms > SILENCE_MS)
+            shares.append(round(float(gap_ms[m].sum()) / 1e3, 2))
+        out.append(shares)
+    return out
 
 
 def show(runs: list[dict]) -> None:
@@ -99,4 +124,12 @@ def show(runs: list[dict]) -> None:
 
 
 if __name__ == "__main__":
-    cli(__doc__, digest, show)
+    if sys.argv[1:2] == ["--per-second"] and len(sys.argv) > 3:
+        n = int(sys.argv[2])
+        print("| run | " + " | ".join(f"{k}-{k + 1} s" for k in range(n)) + " |")
+        print("| --- |" + " --- |" * n)
+        for a in sys.argv[3:]:
+            cells = [" / ".join(f"{x:.2f}" for x in sh) for sh in per_second(Path(a), n)]
+            print(f"| {Path(a).name} | " + " | ".join(cells) + " |")
+    else:
+        cli(__doc__, digest, show)
