@@ -335,6 +335,39 @@ mod tests {
     }
 
     #[test]
+    fn a_push_that_starts_inside_a_fragment_stops_only_at_a_fragment_s_end() {
+        // Upstream's fragments hold 32,728 bytes. A window of 30 segments (42,720 bytes) ends
+        // inside the second: the first subflow is handed 0..30. When the window opens, the
+        // idle second subflow is handed the next push from byte 42,720, and
+        // `__subflow_push_pending` looks at the burst and the subflow's buffer only at a
+        // fragment's end: its 46,080-byte buffer (2 x 10 x 2,304) is full after 31 queued
+        // segments (1,495 bytes each), but the push runs on to the end of the fragment it is
+        // in, 98,184 bytes, in segment 68.
+        const FRAG: u64 = crate::conn::dfrag::DFRAG_BYTES;
+        let mut s = sender(
+            "linux",
+            Setup {
+                rtts_ms: vec![10, 10],
+                rwnd_segments: 30,
+                stack: crate::conn::Stack::Upstream,
+                ..Setup::default()
+            },
+        );
+        s.start(ms(0));
+        assert_eq!(on(&drain(&mut s), 0), (0..10).collect::<Vec<_>>());
+        assert_eq!(s.queued_segments(0), 20);
+        assert_eq!(s.queued_segments(1), 0);
+        assert_eq!(s.subflows()[1].sndbuf(), 46_080);
+        // A window update only: nothing acknowledged, the right edge 1,000 segments on.
+        s.handle_ack(ms(5), &ack(0, 0, 0, 1000));
+        let out = drain(&mut s);
+        assert_eq!(on(&out, 1), (30..40).collect::<Vec<_>>());
+        let end = (3 * FRAG).div_ceil(MSS64);
+        assert_eq!(end, 69);
+        assert_eq!(u64::from(s.queued_segments(1)), end - 40);
+    }
+
+    #[test]
     fn nothing_is_pushed_when_the_subflow_that_lingers_least_has_no_buffer_room() {
         // 10 ms and 1 s subflows, 46,080-byte send buffers (2 x 10 x 2,304): each is handed a
         // burst of 46 segments (65,504 bytes) at the start, more than its buffer.
