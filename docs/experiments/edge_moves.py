@@ -6,7 +6,9 @@ paragraph.
 
 KERNEL_DIR: `mpsched emulate ... --trace-headers --out KERNEL_DIR` (`raw/windows.parquet`: each
 ACK's path, Data ACK and right edge as the client sent it; `raw/data.parquet`: each data
-packet's path and data sequence number). MODEL_DIR: `mpsched run ... --out MODEL_DIR` with the
+packet's path and data sequence number), or without the capture `--kernel-trace` (the
+server's `ack_update_msk` and `mptcp_sendmsg_frag` rows, `kernel_from_trace`). MODEL_DIR:
+`mpsched run ... --out MODEL_DIR` with the
 same scenario, seed and `--set`s (`acks.parquet`: each ACK's Data ACK and right edge as the
 server processed it; `segments.parquet`). Per side, over [start, end) seconds, per path:
 
@@ -49,7 +51,68 @@ def _runs(paths):
     return paths[starts], ends - starts
 
 
+def kernel_from_trace(run: Path, start: float, end: float, names: list[str]):
+    """The same from `--kernel-trace` alone (no header capture): each ACK's Data ACK and the
+    right edge it carries from `ack_update_msk` (its path from the server's `tcp_probe` of the
+    same ACK, just before), the data's paths from `mptcp_sendmsg_frag`'s mappings (a mapping
+    extended or following the last on its subflow is that subflow's; the subflow that carried
+    more bytes is named as the run's busier path in `summary.json`)."""
+    cols = ["t_ns", "event", "side", "path", "data_ack", "new_wnd_end", "data_seq"]
+    cols += ["subflow_seq", "data_len"]
+    tr = pq.read_table(run / "raw" / "ktrace.parquet", columns=cols).to_pydict()
+    acks, frags, last_path = [], [], None
+    for i, ev in enumerate(tr["event"]):
+        if ev == "tcp_probe" and tr["side"][i] == "server":
+            last_path = tr["path"][i]
+        elif ev == "ack_update_msk" and tr["data_ack"][i] > 1 << 50 and last_path is not None:
+            # The server's own Data ACKs of the client's (empty) stream are small numbers.
+            acks.append((tr["t_ns"][i], last_path, tr["data_ack"][i], tr["new_wnd_end"][i]))
+        elif ev == "mptcp_sendmsg_frag":
+            frags.append(
+                (tr["t_ns"][i], tr["data_seq"][i], tr["subflow_seq"][i], tr["data_len"][i])
+            )
+    t = np.array([a[0] for a in acks])
+    path = np.array([names[a[1]] for a in acks], dtype=object)
+    base = min(a[2] for a in acks)
+    t, path, jump, moved = _acks(
+        t,
+        path,
+        np.array([float(a[2] - base) for a in acks]),
+        np.array([float(a[3] - base) for a in acks]),
+    )
+    # Subflows by continuity of their own sequence numbers; each new piece of data.
+    cur: list[list[int]] = []
+    pieces = []
+    for tn, ds, ss, ln in frags:
+        k = next(
+            (i for i, (s0, e0) in enumerate(cur) if ss in (s0, e0) or s0 <= ss <= e0 + (1 << 20)),
+            None,
+        )
+        if k is None:
+            cur.append([ss, ss])
+            k = len(cur) - 1
+        s0, e0 = cur[k]
+        new, first = (ss + ln - e0, ds + (e0 - ss)) if ss == s0 else (ln, ds)
+        if new > 0:
+            pieces.append((tn, k, first, new))
+        cur[k] = [ss, max(e0, ss + ln)]
+    carried = [sum(n for _, k, _, n in pieces if k == j) for j in range(len(cur))]
+    summary = json.loads((run / "summary.json").read_text())
+    by_bytes = sorted(summary["subflows"], key=lambda x: -x["bytes_sent"])
+    label = {
+        j: by_bytes[r]["name"]
+        for r, j in enumerate(sorted(range(len(cur)), key=lambda j: -carried[j]))
+    }
+    kept = sorted(
+        (first, label[k], n) for tn, k, first, n in pieces if start * 1e9 <= tn < end * 1e9
+    )
+    segs = [name for _, name, n in kept for _ in range(max(1, round(n / SEGMENT)))]
+    return t, path, jump, moved, np.array(segs, dtype=object)
+
+
 def kernel(run: Path, start: float, end: float, names: list[str]):
+    if not (run / "raw" / "windows.parquet").exists():
+        return kernel_from_trace(run, start, end, names)
     w = pq.read_table(run / "raw" / "windows.parquet").to_pandas()
     w = w.dropna(subset=["data_ack_bytes", "right_edge_bytes"])
     t, path, jump, moved = _acks(
