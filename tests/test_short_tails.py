@@ -31,6 +31,8 @@ def test_a_silence_is_counted_with_the_segment_that_ends_it() -> None:
     assert s["ended_short"] == 1
     assert s["ended_short_s"] == 0.06
     assert s["ended_short_median_ms"] == 60.0
+    # The 60-ms silence began right after the 1,368-byte segment; the 20-ms one after a full.
+    assert s["after_short"] == 1
 
 
 def test_a_path_that_never_pauses_has_no_silence() -> None:
@@ -56,12 +58,18 @@ def test_at_512_kib_the_kernel_s_slow_path_waits_on_its_short_tails() -> None:
         assert 50 < lte["ended_short_median_ms"] < 75, run
         # Wi-Fi idles too, where the model's Wi-Fi is busy (under 1 s silent in 50).
         assert wifi["silent_s"] > 10, run
+        # And the whole connection waits: nothing arrives on either path for a quarter of
+        # the run (the model: under 1 s), mostly right after a short segment came in.
+        both = _kept()[run]["connection"]
+        assert both["silent_s"] > 10, run
+        assert both["after_short"] > both["silences"] / 2, run
 
 
 def test_with_a_deep_buffer_neither_path_falls_silent() -> None:
     # The same lab at 6 MiB: short segments as often (about 2%), no silences.
     wifi, lte = _kept()["kb6m-30-s1t"]["paths"]
     assert wifi["silences"] == 0 and lte["silent_s"] < 0.5
+    assert _kept()["kb6m-30-s1t"]["connection"]["silences"] == 0
     assert 0.01 < wifi["short"] / wifi["segments"] < 0.03
 
 
@@ -73,3 +81,4 @@ def test_the_script_reads_its_digest() -> None:
         check=True,
     )
     assert "| kb512-60-s1t | kernel | 1 | 30,469 | 918 | 565 |" in done.stdout
+    assert "| kb512-60-s1t | kernel | both | 107,481 | 2,656 | 422 |" in done.stdout

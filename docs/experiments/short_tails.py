@@ -10,7 +10,9 @@ rows, one per data segment received, with its path and payload), a model run (`m
 ... --out RUN`: `segments.parquet`, each segment's first arrival), or a digest that `--save`
 wrote. Per path, from 10 s on (past slow start): the data segments received, how many were
 shorter than the path's full payload, the silences (no data on the path for more than 15 ms)
-and their total, and the silences that ended with a short segment. `--per-second N`: for each
+and their total, the silences that ended with a short segment and those that began right after
+one; then the same for the
+connection ("both": nothing arriving on any path). `--per-second N`: for each
 of the first N seconds, the share of it each path was silent (Wi-Fi / LTE), per run.
 """
 
@@ -40,6 +42,7 @@ def silences(t_ns: np.ndarray, length: np.ndarray, full: int = FULL) -> dict:
     silent = gap_ms > SILENCE_MS
     short = length < full
     ended_short = silent & short
+    after_short = silent & np.concatenate([[False], short[:-1]])
     return {
         "segments": len(t_ns),
         "short": int(short.sum()),
@@ -50,6 +53,7 @@ def silences(t_ns: np.ndarray, length: np.ndarray, full: int = FULL) -> dict:
         "ended_short_median_ms": round(float(np.median(gap_ms[ended_short])), 1)
         if ended_short.any()
         else None,
+        "after_short": int(after_short.sum()),
     }
 
 
@@ -88,7 +92,10 @@ def digest(run: Path, from_s: float = FROM_S) -> dict:
     for p in sorted(set(path.tolist())):
         m = (path == p) & (t_ns >= from_s * 1e9)
         paths.append({"path": int(p), **silences(t_ns[m], length[m])})
-    return {"run": run.name, "side": side, "from_s": from_s, "paths": paths}
+    # The connection: nothing arriving on any path.
+    m = t_ns >= from_s * 1e9
+    both = silences(t_ns[m], length[m])
+    return {"run": run.name, "side": side, "from_s": from_s, "paths": paths, "connection": both}
 
 
 def per_second(run: Path, seconds: int) -> list[list[float]]:
@@ -111,15 +118,17 @@ def per_second(run: Path, seconds: int) -> list[list[float]]:
 def show(runs: list[dict]) -> None:
     print(
         "| run | side | path | segments | short | silences > 15 ms | silent s "
-        "| ended by a short segment | their s | median ms |"
+        "| ended by a short segment | their s | median ms | after a short segment |"
     )
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in runs:
-        for p in r["paths"]:
+        rows = [(str(p["path"]), p) for p in r["paths"]]
+        rows += [("both", r["connection"])] if "connection" in r else []
+        for name, p in rows:
             print(
-                f"| {r['run']} | {r['side']} | {p['path']} | {p['segments']:,} | {p['short']:,} "
+                f"| {r['run']} | {r['side']} | {name} | {p['segments']:,} | {p['short']:,} "
                 f"| {p['silences']} | {p['silent_s']} | {p['ended_short']} "
-                f"| {p['ended_short_s']} | {p['ended_short_median_ms']} |"
+                f"| {p['ended_short_s']} | {p['ended_short_median_ms']} | {p['after_short']} |"
             )
 
 
