@@ -65,6 +65,17 @@ def test_at_512_kib_the_kernel_s_slow_path_waits_on_its_short_tails() -> None:
         assert both["after_short"] > both["silences"] / 2, run
 
 
+def test_the_longest_waits_follow_lte_s_short_segment_and_end_a_round_trip_later() -> None:
+    # What came in last before the connection's silences, and on which path the window then
+    # opened: most of the time lost follows a short LTE segment whose ACK, on LTE, opens the
+    # window (LTE's 50-ms way back and Wi-Fi's 10-ms way out: about 60 ms).
+    for run in ("kb512-60-s1t", "kb512-60-s2t"):
+        last, on, n, median_ms, total_s = _kept()[run]["stalls"][0]
+        assert (last, on) == ("LTE short", "LTE"), run
+        assert n > 50 and 55 < median_ms < 70, run
+        assert total_s > 0.3 * _kept()[run]["connection"]["silent_s"], run
+
+
 def test_with_a_deep_buffer_neither_path_falls_silent() -> None:
     # The same lab at 6 MiB: short segments as often (about 2%), no silences.
     wifi, lte = _kept()["kb6m-30-s1t"]["paths"]

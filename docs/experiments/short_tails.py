@@ -4,6 +4,7 @@ not have (docs/calibration/README.md, "The kernel's short tails").
 
     python docs/experiments/short_tails.py [--save FILE] RUN [RUN ...]
     python docs/experiments/short_tails.py --per-second SECONDS RUN [RUN ...]
+    python docs/experiments/short_tails.py --stalls KERNEL_RUN
 
 RUN: a kernel run (`mpsched emulate ... --kernel-trace --out RUN`: the client's `tcp_probe`
 rows, one per data segment received, with its path and payload), a model run (`mpsched run
@@ -14,6 +15,10 @@ and their total, the silences that ended with a short segment and those that beg
 one; then the same for the
 connection ("both": nothing arriving on any path). `--per-second N`: for each
 of the first N seconds, the share of it each path was silent (Wi-Fi / LTE), per run.
+`--stalls`: the connection's silences in a kernel run, by what came in last before it (path,
+short or full segment) and by the path of the first ACK after it that moved the connection's
+right edge by 10 segments or more (the server's `ack_update_msk`, its path from the server's
+`tcp_probe` of the same ACK): how many, their median and their total.
 """
 
 from __future__ import annotations
@@ -95,7 +100,10 @@ def digest(run: Path, from_s: float = FROM_S) -> dict:
     # The connection: nothing arriving on any path.
     m = t_ns >= from_s * 1e9
     both = silences(t_ns[m], length[m])
-    return {"run": run.name, "side": side, "from_s": from_s, "paths": paths, "connection": both}
+    out = {"run": run.name, "side": side, "from_s": from_s, "paths": paths, "connection": both}
+    if side == "kernel":
+        out["stalls"] = [[a, b, n, round(m, 1), round(t, 2)] for a, b, n, m, t in stalls(run)]
+    return out
 
 
 def per_second(run: Path, seconds: int) -> list[list[float]]:
@@ -132,8 +140,53 @@ def show(runs: list[dict]) -> None:
             )
 
 
+def stalls(run: Path, from_s: float = FROM_S) -> list[tuple[str, str, int, float, float]]:
+    """(last arrival, edge moved on, count, median ms, total s) of a kernel run's connection
+    silences, the longest total first."""
+    import bisect
+    from collections import defaultdict
+
+    _, t_ns, path, length = arrivals(run)
+    keep = t_ns >= from_s * 1e9
+    t_ns, path, length = t_ns[keep], path[keep], length[keep]
+    gap_ms = np.diff(t_ns) / 1e6
+    tr = pq.read_table(
+        run / "raw" / "ktrace.parquet",
+        columns=["t_ns", "event", "side", "path", "data_ack", "new_wnd_end"],
+    ).to_pydict()
+    opens: list[tuple[int, int]] = []
+    last_path, edge = None, 0
+    for i, ev in enumerate(tr["event"]):
+        if ev == "tcp_probe" and tr["side"][i] == "server":
+            last_path = tr["path"][i]
+        elif ev == "ack_update_msk" and tr["data_ack"][i] > 1 << 50:
+            # The server's Data ACKs of the client's (empty) stream are small numbers.
+            end = tr["new_wnd_end"][i]
+            if end >= edge + 10 * FULL and last_path is not None:
+                opens.append((tr["t_ns"][i], last_path))
+            edge = max(edge, end)
+    at = [o[0] for o in opens]
+    name = {0: "Wi-Fi", 1: "LTE"}
+    groups: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for i in np.flatnonzero(gap_ms > SILENCE_MS):
+        j = bisect.bisect_left(at, t_ns[i])
+        if j == len(opens):
+            continue
+        last = f"{name[int(path[i])]} {'short' if length[i] < FULL else 'full'}"
+        groups[(last, name[opens[j][1]])].append(float(gap_ms[i]))
+    rows = [
+        (last, on, len(g), float(np.median(g)), sum(g) / 1e3) for (last, on), g in groups.items()
+    ]
+    return sorted(rows, key=lambda r: -r[4])
+
+
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--per-second"] and len(sys.argv) > 3:
+    if sys.argv[1:2] == ["--stalls"] and len(sys.argv) == 3:
+        print("| last in before the silence | edge opened on | silences | median ms | total s |")
+        print("| --- | --- | --- | --- | --- |")
+        for last, on, n, med, tot in stalls(Path(sys.argv[2])):
+            print(f"| {last} | {on} | {n} | {med:.0f} | {tot:.1f} |")
+    elif sys.argv[1:2] == ["--per-second"] and len(sys.argv) > 3:
         n = int(sys.argv[2])
         print("| run | " + " | ".join(f"{k}-{k + 1} s" for k in range(n)) + " |")
         print("| --- |" + " --- |" * n)
