@@ -54,6 +54,18 @@ def run_subprocess(*args: str, cwd: Path | None = None) -> Outcome:
     return Outcome(proc.returncode, proc.stdout, proc.stderr)
 
 
+def run_experiment(script: str, *args: str) -> str:
+    """Run ``docs/experiments/SCRIPT ARGS`` in a fresh interpreter; its standard output
+    (a failure raises, with the script's error)."""
+    return subprocess.run(
+        [sys.executable, str(ROOT / "docs" / "experiments" / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+
+
 @pytest.fixture
 def run_cli(capsys: pytest.CaptureFixture[str]):
     """Run the CLI in this process (fast); returns an :class:`Outcome`."""

@@ -4,9 +4,9 @@ written by docs/experiments/dfrag_digest.py): the writes and fragment boundaries
 
 import itertools
 import json
-import subprocess
-import sys
 from pathlib import Path
+
+from .conftest import run_experiment
 
 ROOT = Path(__file__).resolve().parents[1]
 KEPT = ROOT / "docs" / "experiments" / "dfrag-kernel.json"
@@ -43,11 +43,6 @@ def test_the_second_subflow_s_first_push_is_two_whole_fragments() -> None:
 
 
 def test_the_script_reads_its_digest() -> None:
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "docs" / "experiments" / "dfrag_digest.py"), str(KEPT)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert "ko-h1: 647 writes, 637 of 256 KiB" in done.stdout
-    assert done.stdout.count("the second subflow's first push: bytes 687288-752744") == 5
+    out = run_experiment("dfrag_digest.py", str(KEPT))
+    assert "ko-h1: 647 writes, 637 of 256 KiB" in out
+    assert out.count("the second subflow's first push: bytes 687288-752744") == 5

@@ -3,11 +3,11 @@ short segment ended (the kernel's sub-MSS tails, docs/calibration/README.md)."""
 
 import importlib.util
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
+
+from .conftest import run_experiment
 
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location(
@@ -85,11 +85,6 @@ def test_with_a_deep_buffer_neither_path_falls_silent() -> None:
 
 
 def test_the_script_reads_its_digest() -> None:
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "docs" / "experiments" / "short_tails.py"), str(KEPT)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert "| kb512-60-s1t | kernel | 1 | 30,469 | 918 | 565 |" in done.stdout
-    assert "| kb512-60-s1t | kernel | both | 107,481 | 2,656 | 422 |" in done.stdout
+    out = run_experiment("short_tails.py", str(KEPT))
+    assert "| kb512-60-s1t | kernel | 1 | 30,469 | 918 | 565 |" in out
+    assert "| kb512-60-s1t | kernel | both | 107,481 | 2,656 | 422 |" in out

@@ -3,9 +3,9 @@
 what the model's `msk_rtx.rs` and `sender.rs` are checked against."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
+
+from .conftest import run_experiment
 
 ROOT = Path(__file__).resolve().parents[1]
 KEPT = ROOT / "docs" / "experiments" / "outage-timer-kernel.json"
@@ -28,11 +28,6 @@ def test_each_firing_resends_the_rest_of_one_fragment_and_the_counters_agree() -
 
 
 def test_the_script_reads_its_digest() -> None:
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "docs" / "experiments" / "timer_digest.py"), str(KEPT)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert "ko-h1: firings at 0.482, 1.162, 5.494, 5.942, 6.486" in done.stdout
-    assert done.stdout.count("MPTcpExtMPTCPRetrans") == 4
+    out = run_experiment("timer_digest.py", str(KEPT))
+    assert "ko-h1: firings at 0.482, 1.162, 5.494, 5.942, 6.486" in out
+    assert out.count("MPTcpExtMPTCPRetrans") == 4
