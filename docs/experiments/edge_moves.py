@@ -24,10 +24,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kept_runs import server_acks
 
 SEGMENT = 1424
 JUMP = 10
@@ -57,20 +61,16 @@ def kernel_from_trace(run: Path, start: float, end: float, names: list[str]):
     same ACK, just before), the data's paths from `mptcp_sendmsg_frag`'s mappings (a mapping
     extended or following the last on its subflow is that subflow's; the subflow that carried
     more bytes is named as the run's busier path in `summary.json`)."""
-    cols = ["t_ns", "event", "side", "path", "data_ack", "new_wnd_end", "data_seq"]
-    cols += ["subflow_seq", "data_len"]
-    tr = pq.read_table(run / "raw" / "ktrace.parquet", columns=cols).to_pydict()
-    acks, frags, last_path = [], [], None
-    for i, ev in enumerate(tr["event"]):
-        if ev == "tcp_probe" and tr["side"][i] == "server":
-            last_path = tr["path"][i]
-        elif ev == "ack_update_msk" and tr["data_ack"][i] > 1 << 50 and last_path is not None:
-            # The server's own Data ACKs of the client's (empty) stream are small numbers.
-            acks.append((tr["t_ns"][i], last_path, tr["data_ack"][i], tr["new_wnd_end"][i]))
-        elif ev == "mptcp_sendmsg_frag":
-            frags.append(
-                (tr["t_ns"][i], tr["data_seq"][i], tr["subflow_seq"][i], tr["data_len"][i])
-            )
+    acks = [a for a in server_acks(run) if a[1] is not None]
+    tr = pq.read_table(
+        run / "raw" / "ktrace.parquet",
+        columns=["t_ns", "event", "data_seq", "subflow_seq", "data_len"],
+    ).to_pydict()
+    frags = [
+        (tr["t_ns"][i], tr["data_seq"][i], tr["subflow_seq"][i], tr["data_len"][i])
+        for i, ev in enumerate(tr["event"])
+        if ev == "mptcp_sendmsg_frag"
+    ]
     t = np.array([a[0] for a in acks])
     path = np.array([names[a[1]] for a in acks], dtype=object)
     base = min(a[2] for a in acks)

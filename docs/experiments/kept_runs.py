@@ -1,5 +1,7 @@
-"""What the digest scripts share (timer_digest.py, dfrag_digest.py): their command line, which
-reads kernel run directories or a digest that `--save` wrote, and prints them.
+"""What the digest scripts share (timer_digest.py, dfrag_digest.py, short_tails.py): their
+command line, which reads kernel run directories or a digest that `--save` wrote, and prints
+them; and the server's ACKs as a `--kernel-trace` run records them (short_tails.py,
+edge_moves.py).
 
     python docs/experiments/SCRIPT.py [--save FILE] RUN [RUN ...]
 """
@@ -10,6 +12,8 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
+
+import pyarrow.parquet as pq
 
 
 def runs(args: list[Path], digest: Callable[[Path], dict]) -> list[dict]:
@@ -33,3 +37,21 @@ def cli(usage: str, digest: Callable[[Path], dict], show: Callable[[list[dict]],
         lines = ",\n".join("  " + json.dumps(r) for r in kept)
         save.write_text('{"runs": [\n' + lines + "\n]}\n")
     show(kept)
+
+
+def server_acks(run: Path) -> list[tuple[int, int | None, int, int]]:
+    """(t_ns, path, Data ACK, right edge it carries) of each ACK the server took in, from a
+    `--kernel-trace` run's `ack_update_msk` rows; the path is that of the server's `tcp_probe`
+    of the same ACK, just before (None before the first)."""
+    tr = pq.read_table(
+        run / "raw" / "ktrace.parquet",
+        columns=["t_ns", "event", "side", "path", "data_ack", "new_wnd_end"],
+    ).to_pydict()
+    acks, last_path = [], None
+    for i, ev in enumerate(tr["event"]):
+        if ev == "tcp_probe" and tr["side"][i] == "server":
+            last_path = tr["path"][i]
+        elif ev == "ack_update_msk" and tr["data_ack"][i] > 1 << 50:
+            # The server's own Data ACKs of the client's (empty) stream are small numbers.
+            acks.append((tr["t_ns"][i], last_path, tr["data_ack"][i], tr["new_wnd_end"][i]))
+    return acks

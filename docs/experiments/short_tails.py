@@ -12,9 +12,9 @@ rows, one per data segment received, with its path and payload), a model run (`m
 wrote. Per path, from 10 s on (past slow start): the data segments received, how many were
 shorter than the path's full payload, the silences (no data on the path for more than 15 ms)
 and their total, the silences that ended with a short segment and those that began right after
-one; then the same for the
-connection ("both": nothing arriving on any path). `--per-second N`: for each
-of the first N seconds, the share of it each path was silent (Wi-Fi / LTE), per run.
+one; then the same for the connection ("both": nothing arriving on any path). `--per-second
+N`: for each of the first N seconds, the share of it each path was silent (Wi-Fi / LTE), per
+run.
 `--stalls`: the connection's silences in a kernel run, by what came in last before it (path,
 short or full segment) and by the path of the first ACK after it that moved the connection's
 right edge by 10 segments or more (the server's `ack_update_msk`, its path from the server's
@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kept_runs import cli
+from kept_runs import cli, server_acks
 
 # A path that hears nothing for longer than this is silent: ten times the 1.5-ms spacing of
 # full segments at 8 Mbit/s, well above a delayed ACK's wait for the second segment.
@@ -150,21 +150,12 @@ def stalls(run: Path, from_s: float = FROM_S) -> list[tuple[str, str, int, float
     keep = t_ns >= from_s * 1e9
     t_ns, path, length = t_ns[keep], path[keep], length[keep]
     gap_ms = np.diff(t_ns) / 1e6
-    tr = pq.read_table(
-        run / "raw" / "ktrace.parquet",
-        columns=["t_ns", "event", "side", "path", "data_ack", "new_wnd_end"],
-    ).to_pydict()
     opens: list[tuple[int, int]] = []
-    last_path, edge = None, 0
-    for i, ev in enumerate(tr["event"]):
-        if ev == "tcp_probe" and tr["side"][i] == "server":
-            last_path = tr["path"][i]
-        elif ev == "ack_update_msk" and tr["data_ack"][i] > 1 << 50:
-            # The server's Data ACKs of the client's (empty) stream are small numbers.
-            end = tr["new_wnd_end"][i]
-            if end >= edge + 10 * FULL and last_path is not None:
-                opens.append((tr["t_ns"][i], last_path))
-            edge = max(edge, end)
+    edge = 0
+    for t, path_of_ack, _, end in server_acks(run):
+        if end >= edge + 10 * FULL and path_of_ack is not None:
+            opens.append((t, path_of_ack))
+        edge = max(edge, end)
     at = [o[0] for o in opens]
     name = {0: "Wi-Fi", 1: "LTE"}
     groups: dict[tuple[str, str], list[float]] = defaultdict(list)
